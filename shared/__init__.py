@@ -1,0 +1,1 @@
+"""The test kit every package's tests use: server fixtures and fault injection."""

@@ -1,0 +1,1 @@
+"""Fixtures that run memorysync-local embedded and served on loopback."""

@@ -1,0 +1,86 @@
+"""memorysync-core: the shared async core of the MemorySync framework adapters.
+
+It speaks the MemorySync HTTP API (hosted or ``memorysync-local``) and owns what both
+adapters need: typed errors, tenant resolution, idempotency seeds and capture ids,
+budgeted recall, rendering of the context block, retries and the delivery queue.
+
+Example::
+
+    import asyncio
+    from memorysync_core import MemorySyncAPI, UserMemory
+
+    async def main() -> None:
+        api = MemorySyncAPI(base_url="http://127.0.0.1:8000", api_key="ms_local")
+        memory = UserMemory(api, user_id="alice", session_id="demo", surface="autogen")
+        await memory.add_user_turn("I live in Lisbon.")
+        print((await memory.recall("Where do I live?")).block)
+        await memory.aclose()
+
+    asyncio.run(main())
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._client import MemorySyncAPI
+from ._delivery import DeliveryQueue
+from ._errors import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    AuthError,
+    MemorySyncError,
+    NotFoundError,
+    RateLimitError,
+    ResponseFormatError,
+    ServerError,
+    ValidationError,
+)
+from ._recall import RecallResult, recall_within_budget
+from ._render import DEFAULT_CONTEXT_TEMPLATE, ContextRenderer, RecalledMemory
+from ._retry import RetryPolicy, call_with_retries
+from ._seeds import (
+    MAX_TEXT_CHARS,
+    assistant_turn_seed,
+    fnv1a64,
+    new_capture_id,
+    truncate_text,
+    user_turn_seed,
+)
+from ._turns import CapturedTurn
+from ._user_memory import ClearResult, SaveOutcome, UserMemory
+from ._version import __version__
+
+__all__ = [
+    "DEFAULT_CONTEXT_TEMPLATE",
+    "MAX_TEXT_CHARS",
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthError",
+    "CapturedTurn",
+    "ClearResult",
+    "ContextRenderer",
+    "DeliveryQueue",
+    "MemorySyncAPI",
+    "MemorySyncError",
+    "NotFoundError",
+    "RateLimitError",
+    "RecallResult",
+    "RecalledMemory",
+    "ResponseFormatError",
+    "RetryPolicy",
+    "SaveOutcome",
+    "ServerError",
+    "UserMemory",
+    "ValidationError",
+    "__version__",
+    "assistant_turn_seed",
+    "call_with_retries",
+    "errors",
+    "fnv1a64",
+    "new_capture_id",
+    "recall_within_budget",
+    "truncate_text",
+    "user_turn_seed",
+]

@@ -1,0 +1,356 @@
+"""``UserMemory``: one user's memory in one session, as both adapters use it."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._client import MemorySyncAPI, memory_id_to_int
+from ._errors import ResponseFormatError
+from ._recall import RecallResult, recall_within_budget
+from ._render import ContextRenderer, RecalledMemory, parse_memories
+from ._retry import RetryPolicy, call_with_retries
+from ._seeds import fnv1a64, truncate_text
+from ._turns import CapturedTurn, Role
+
+_logger = logging.getLogger("memorysync.client")
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    """What the server did with an explicit save.
+
+    ``kept`` is True when the fact is stored (now or by an earlier identical save);
+    ``reason`` is the server's reason when it skipped the text.
+    """
+
+    kept: bool
+    memory_ids: tuple[int | str, ...] = ()
+    reason: str | None = None
+
+    def describe(self) -> str:
+        """A sentence a model can read as a tool result."""
+        ids = ", ".join(str(i) for i in self.memory_ids)
+        if self.kept and self.reason == "already_ingested":
+            return f"Already remembered from an earlier save (memory {ids})." if ids else (
+                "Already remembered from an earlier save."
+            )
+        if self.kept:
+            return f"Saved to long-term memory (memory {ids})." if ids else (
+                "Saved to long-term memory."
+            )
+        why = f" ({self.reason})" if self.reason else ""
+        return (
+            "Not saved: the memory service judged this not to be a durable fact about "
+            f"the user{why}."
+        )
+
+
+@dataclass(frozen=True)
+class ClearResult:
+    """The memory ids and transcript turn ids a ``clear`` deleted."""
+
+    deleted_memory_ids: tuple[int, ...] = ()
+    deleted_turn_ids: tuple[str, ...] = ()
+
+
+def _scalar_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    copied: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, _SCALARS):
+            copied[str(key)] = value
+        else:
+            # The server only copies scalars onto facts; say what we left out.
+            _logger.debug("metadata key %r skipped: %s is not a scalar", key, type(value).__name__)
+    return copied
+
+
+def _ids(values: object) -> tuple[int | str, ...]:
+    if not isinstance(values, list):
+        return ()
+    out: list[int | str] = []
+    for value in values:
+        try:
+            out.append(memory_id_to_int(value))
+        except ValueError:
+            if isinstance(value, str):
+                out.append(value)
+    return tuple(out)
+
+
+class UserMemory:
+    """One user's MemorySync memory, seen from one session of one surface.
+
+    Recall is budgeted and never raises; explicit calls (``search``, ``save``,
+    ``add_user_turn``, ``record_turns``, ``clear``) retry transient failures a bounded
+    number of times with the same ids, then raise.
+
+    Example::
+
+        api = MemorySyncAPI(base_url="http://127.0.0.1:8000", api_key="ms_local")
+        memory = UserMemory(api, user_id="alice", session_id="support", surface="autogen")
+        await memory.add_user_turn("I am allergic to peanuts.")
+        result = await memory.recall("Suggest a snack")
+        print(result.block)
+        await memory.aclose()
+    """
+
+    def __init__(
+        self,
+        api: MemorySyncAPI,
+        *,
+        user_id: str,
+        session_id: str,
+        surface: str,
+        top_k: int = 5,
+        recall_timeout: float = 1.2,
+        renderer: ContextRenderer | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if not isinstance(api, MemorySyncAPI):
+            raise TypeError(f"api must be a MemorySyncAPI, got {type(api).__name__}")
+        for name, value in (("user_id", user_id), ("session_id", session_id), ("surface", surface)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
+        if (
+            isinstance(recall_timeout, bool)
+            or not isinstance(recall_timeout, (int, float))
+            or not math.isfinite(recall_timeout)
+            or recall_timeout <= 0
+        ):
+            raise ValueError(
+                f"recall_timeout must be a finite number of seconds > 0, got {recall_timeout!r}"
+            )
+        self._api = api
+        self._user_id = user_id
+        self._session_id = session_id
+        self._surface = surface
+        self._scope = f"{surface}::{session_id}"
+        self.top_k = top_k
+        self.recall_timeout = float(recall_timeout)
+        self.renderer = renderer if renderer is not None else ContextRenderer()
+        self.retry = retry if retry is not None else RetryPolicy()
+
+    @property
+    def api(self) -> MemorySyncAPI:
+        """The client this memory talks through."""
+        return self._api
+
+    @property
+    def user_id(self) -> str:
+        """The end user whose memory this is."""
+        return self._user_id
+
+    @property
+    def session_id(self) -> str:
+        """The session (without the surface prefix)."""
+        return self._session_id
+
+    @property
+    def surface(self) -> str:
+        """The integration's name: ``"autogen"`` or ``"ag2"``."""
+        return self._surface
+
+    @property
+    def scope(self) -> str:
+        """The transcript scope, ``"<surface>::<session_id>"``."""
+        return self._scope
+
+    def __repr__(self) -> str:
+        return (
+            f"UserMemory(user_id={self._user_id!r}, scope={self._scope!r}, "
+            f"base_url={self._api.base_url!r})"
+        )
+
+    # ----------------------------------------------------------------- reads
+
+    async def recall(self, prompt: str) -> RecallResult:
+        """The block for ``prompt`` within ``recall_timeout``; EMPTY on any failure."""
+        return await recall_within_budget(
+            self._api,
+            user_id=self._user_id,
+            prompt=prompt,
+            k=self.top_k,
+            timeout=self.recall_timeout,
+            renderer=self.renderer,
+        )
+
+    async def search(
+        self, query: str, *, k: int | None = None, min_score: float | None = None
+    ) -> list[RecalledMemory]:
+        """Semantic search over the user's memories (``/v1/memory/query``); raises on failure."""
+        answer = await call_with_retries(
+            lambda: self._api.query(user_id=self._user_id, prompt=query, k=k or self.top_k),
+            self.retry,
+        )
+        memories = parse_memories(answer.get("memories", []))
+        if memories is None:
+            raise ResponseFormatError(
+                "POST /v1/memory/query -> 200: 'memories' is not a list", route="/v1/memory/query"
+            )
+        if min_score is not None:
+            memories = [m for m in memories if m.score is not None and m.score >= min_score]
+        return memories
+
+    # ----------------------------------------------------------------- writes
+
+    async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
+        """Offer ``text`` as a fact (``/memory/add``); the server decides whether it is kept.
+
+        The ``client_ref`` is derived from the scope and the text, so saving the same
+        text again in this session is recognised instead of stored twice.
+        """
+        normalized = truncate_text(text)
+        if not normalized:
+            raise ValueError("text must be a non-empty string")
+        client_ref = f"{self._surface}:{fnv1a64(self._scope + chr(0) + normalized)}"
+        extra = _scalar_metadata(metadata)
+        answer = await call_with_retries(
+            lambda: self._api.add_memory(
+                user_id=self._user_id,
+                text=normalized,
+                source=self._surface,
+                session_id=self._scope,
+                metadata=extra or None,
+                client_ref=client_ref,
+            ),
+            self.retry,
+        )
+        if answer.get("status") == "skipped":
+            reason = answer.get("reason")
+            ids = _ids(answer.get("memory_ids"))
+            reason_text = reason if isinstance(reason, str) else None
+            return SaveOutcome(
+                kept=reason_text == "already_ingested" and bool(ids),
+                memory_ids=ids,
+                reason=reason_text,
+            )
+        ids = _ids([answer["id"]]) if "id" in answer else _ids(answer.get("memory_ids"))
+        return SaveOutcome(kept=True, memory_ids=ids, reason=None)
+
+    def capture(
+        self, role: Role, text: str, *, turn_id: str | None = None, name: str | None = None
+    ) -> CapturedTurn:
+        """Capture an utterance in this scope (``turn_id`` becomes the capture id)."""
+        return CapturedTurn.capture(role, text, scope=self._scope, capture_id=turn_id, name=name)
+
+    async def add_user_turn(
+        self,
+        text: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        turn_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Send one user turn to fact extraction (``/v1/memory/add_turn``); raises on failure."""
+        turn = self.capture("user", text, turn_id=turn_id)
+        if not turn.text:
+            raise ValueError("text must be a non-empty string")
+        meta = _scalar_metadata(metadata)
+        meta["session_id"] = self._scope
+        return await call_with_retries(
+            lambda: self._api.add_turn(
+                user_id=self._user_id,
+                text=turn.text,
+                role="user",
+                speaker=turn.seed,
+                occurred_at=turn.occurred_at,
+                metadata=meta,
+                source=self._surface,
+            ),
+            self.retry,
+        )
+
+    async def record_turns(
+        self, turns: Sequence[CapturedTurn], *, extract: bool = True
+    ) -> dict[str, Any]:
+        """Append captured turns to this session's transcript (``/v1/history/append``)."""
+        for turn in turns:
+            if not isinstance(turn, CapturedTurn):
+                raise TypeError(f"turns must be CapturedTurn objects, got {type(turn).__name__}")
+            if turn.scope != self._scope:
+                raise ValueError(f"turn scope {turn.scope!r} is not this memory's {self._scope!r}")
+        items = [turn.history_item() for turn in turns if turn.text]
+        if not items:
+            return {"items": [], "request_ids": [], "status": "ok"}
+        return await call_with_retries(
+            lambda: self._api.append_history(
+                user_id=self._user_id,
+                session_id=self._scope,
+                turns=items,
+                source=self._surface,
+                extract=extract,
+            ),
+            self.retry,
+        )
+
+    # ----------------------------------------------------------------- clear
+
+    async def clear(self, scope: Literal["session", "user"] = "session") -> ClearResult:
+        """Forget this session's memories and transcript, or (``"user"``) every memory.
+
+        ``"user"`` deletes every memory of the user, across sessions and surfaces, and
+        this session's transcript.
+        """
+        if scope not in ("session", "user"):
+            raise ValueError(f"scope must be 'session' or 'user', got {scope!r}")
+        listed = await call_with_retries(
+            lambda: self._api.list_memories(user_id=self._user_id), self.retry
+        )
+        doomed: list[int] = []
+        for item in listed:
+            memory = RecalledMemory.parse(item)
+            raw_id = item.get("memory_id", item.get("id"))
+            if scope == "session":
+                session = memory.session_id if memory is not None else _session_of(item)
+                if session != self._scope:
+                    continue
+            try:
+                doomed.append(memory_id_to_int(raw_id))
+            except ValueError:
+                _logger.debug("skipped a listed memory without a usable id")
+        deleted: list[int] = []
+        if doomed:
+            deleted = await call_with_retries(
+                lambda: self._api.forget(user_id=self._user_id, memory_ids=doomed), self.retry
+            )
+        history = await call_with_retries(
+            lambda: self._api.delete_history(
+                user_id=self._user_id, session_id=self._scope, delete_derived_facts=True
+            ),
+            self.retry,
+        )
+        for value in history.get("deleted_fact_ids") or ():
+            try:
+                number = memory_id_to_int(value)
+            except ValueError:
+                continue
+            if number not in deleted:
+                deleted.append(number)
+        turn_ids = tuple(str(v) for v in history.get("deleted_ids") or ())
+        return ClearResult(deleted_memory_ids=tuple(deleted), deleted_turn_ids=turn_ids)
+
+    async def aclose(self) -> None:
+        """Drop this memory's reference to the shared connection."""
+        await self._api.aclose()
+
+
+def _session_of(item: Mapping[str, Any]) -> str | None:
+    metadata = item.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    inner = metadata.get("metadata")
+    if isinstance(inner, Mapping) and isinstance(inner.get("session_id"), str):
+        return str(inner["session_id"])
+    flat = metadata.get("session_id")
+    return flat if isinstance(flat, str) else None

@@ -1,0 +1,60 @@
+"""The one exception tree of MemorySync calls.
+
+::
+
+    MemorySyncError                  message, status_code, request_id, route
+    ├── APIConnectionError           transport failure (refused, reset, protocol error)
+    │   └── APITimeoutError          the request timed out
+    ├── APIStatusError               any non-2xx answer (status_code, request_id)
+    │   ├── AuthError                401 / 403
+    │   ├── ValidationError          400 / 409 / 422
+    │   ├── NotFoundError            404
+    │   ├── RateLimitError           429, with ``retry_after`` seconds (or None)
+    │   └── ServerError              5xx
+    └── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
+
+Messages read ``"<METHOD> <route> -> <status>: <server message>"`` where the route is
+the path template (``/v1/memory/{tenant_id}/{user_id}/list``); ``repr()`` shows only
+the class, status and request id. The API key never appears in either. Misuse of the
+API (a blank key, both ``memory_ids`` and ``filters``) raises ``ValueError`` or
+``TypeError`` instead.
+
+Example::
+
+    from memorysync_core import MemorySyncAPI
+    from memorysync_core.errors import RateLimitError
+
+    async def remember(api: MemorySyncAPI) -> None:
+        try:
+            await api.add_memory(user_id="alice", text="Alice is vegetarian.")
+        except RateLimitError as exc:
+            print("try again in", exc.retry_after, "seconds")
+"""
+
+from __future__ import annotations
+
+from ._errors import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    AuthError,
+    MemorySyncError,
+    NotFoundError,
+    RateLimitError,
+    ResponseFormatError,
+    ServerError,
+    ValidationError,
+)
+
+__all__ = [
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthError",
+    "MemorySyncError",
+    "NotFoundError",
+    "RateLimitError",
+    "ResponseFormatError",
+    "ServerError",
+    "ValidationError",
+]

@@ -200,7 +200,7 @@ class MemorySyncAPI:
                 await last.aclose()
             elif not loop.is_closed():
                 # A client belongs to its loop: close it there.
-                loop.call_soon_threadsafe(lambda c=last, lp=loop: lp.create_task(c.aclose()))
+                loop.call_soon_threadsafe(_close_on_loop, loop, last)
 
     def _client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -331,7 +331,12 @@ class MemorySyncAPI:
             raise ValueError(f"role must be user, assistant, system or tool, got {role!r}")
         tenant = await self.resolve_tenant_id()
         body = _put(
-            {"tenant_id": tenant, "user_id": user_id, "text": text, "source": source or self._source},
+            {
+                "tenant_id": tenant,
+                "user_id": user_id,
+                "text": text,
+                "source": source or self._source,
+            },
             role=role,
             speaker=speaker,
             occurred_at=occurred_at,
@@ -386,7 +391,9 @@ class MemorySyncAPI:
             )
             page = _expect_dict(answer, method="GET", route=route).get("memories")
             if not isinstance(page, list):
-                raise ResponseFormatError(f"GET {route} -> 200: 'memories' is not a list", route=route)
+                raise ResponseFormatError(
+                    f"GET {route} -> 200: 'memories' is not a list", route=route
+                )
             memories.extend(item for item in page if isinstance(item, dict))
             offset += len(page)
             total = answer.get("total")
@@ -429,7 +436,9 @@ class MemorySyncAPI:
         deleted: list[int] = []
         for start in range(0, len(ids), FORGET_BATCH):
             batch = ids[start : start + FORGET_BATCH]
-            deleted.extend(await self._forget_call(user_id, _put({"memory_ids": batch}, reason=reason)))
+            deleted.extend(
+                await self._forget_call(user_id, _put({"memory_ids": batch}, reason=reason))
+            )
         return deleted
 
     async def _forget_call(self, user_id: str, body: dict[str, Any]) -> list[int]:
@@ -556,6 +565,10 @@ class MemorySyncAPI:
         body["delete_derived_facts"] = delete_derived_facts
         answer = await self._request("POST", "/v1/history/delete", json=body)
         return _expect_dict(answer, method="POST", route="/v1/history/delete")
+
+
+def _close_on_loop(loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -> None:
+    loop.create_task(client.aclose())
 
 
 def _failed(task: asyncio.Task[str]) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -45,7 +46,11 @@ class DeliveryQueue:
     ) -> None:
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be an integer >= 1, got {max_pending!r}")
-        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or not 1 <= max_batch <= 100:
+        if (
+            isinstance(max_batch, bool)
+            or not isinstance(max_batch, int)
+            or not 1 <= max_batch <= 100
+        ):
             raise ValueError(f"max_batch must be an integer from 1 to 100, got {max_batch!r}")
         self._deliver = deliver
         self._policy = policy if policy is not None else RetryPolicy()
@@ -99,7 +104,8 @@ class DeliveryQueue:
             )
             return False
         self._items.append(turn)
-        assert self._idle is not None and self._wakeup is not None
+        assert self._idle is not None
+        assert self._wakeup is not None
         self._idle.clear()
         self._wakeup.set()
         if self._worker is None or self._worker.done():
@@ -107,7 +113,8 @@ class DeliveryQueue:
         return True
 
     async def _run(self) -> None:
-        assert self._wakeup is not None and self._idle is not None
+        assert self._wakeup is not None
+        assert self._idle is not None
         while True:
             if not self._items:
                 self._idle.set()
@@ -161,10 +168,8 @@ class DeliveryQueue:
         assert self._idle is not None
         if not self._items:
             return 0
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._idle.wait(), timeout)
-        except asyncio.TimeoutError:
-            pass
         return len(self._items)
 
     async def aclose(self, timeout: float | None = 5.0) -> int:

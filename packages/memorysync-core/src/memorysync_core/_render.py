@@ -47,7 +47,9 @@ class RecalledMemory:
         if not isinstance(text, str):
             return None
         raw_id = item.get("memory_id", item.get("id"))
-        memory_id = raw_id if isinstance(raw_id, (int, str)) and not isinstance(raw_id, bool) else None
+        memory_id = (
+            raw_id if isinstance(raw_id, (int, str)) and not isinstance(raw_id, bool) else None
+        )
         raw_score = item.get("score")
         score = (
             float(raw_score)

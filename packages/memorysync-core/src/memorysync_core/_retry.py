@@ -36,7 +36,11 @@ class RetryPolicy:
     jitter: float = 0.25
 
     def __post_init__(self) -> None:
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) or self.attempts < 1:
+        if (
+            isinstance(self.attempts, bool)
+            or not isinstance(self.attempts, int)
+            or self.attempts < 1
+        ):
             raise ValueError(f"attempts must be an integer >= 1, got {self.attempts!r}")
         for name in ("base_delay", "max_delay", "max_retry_after"):
             value = getattr(self, name)

@@ -164,11 +164,13 @@ def _retry_after_from(body: object, response: httpx.Response) -> float | None:
 
 
 def _request_id(response: httpx.Response, body: object) -> str | None:
-    rid = response.headers.get("x-request-id")
+    rid: str | None = response.headers.get("x-request-id")
     if rid:
         return rid
-    if isinstance(body, Mapping) and isinstance(body.get("request_id"), str):
-        return str(body["request_id"])
+    if isinstance(body, Mapping):
+        found = body.get("request_id")
+        if isinstance(found, str):
+            return found
     return None
 
 
@@ -182,7 +184,9 @@ def _decode_json(response: httpx.Response) -> object:
 _NOT_JSON = object()
 
 
-def status_error(response: httpx.Response, *, method: str, route: str, secret: str) -> APIStatusError:
+def status_error(
+    response: httpx.Response, *, method: str, route: str, secret: str
+) -> APIStatusError:
     """Translate a non-2xx answer into the typed error of its status class."""
     status = response.status_code
     body = _decode_json(response)
@@ -212,7 +216,9 @@ def status_error(response: httpx.Response, *, method: str, route: str, secret: s
     return cls(message, **kwargs)
 
 
-def transport_error(exc: httpx.HTTPError, *, method: str, route: str, secret: str) -> MemorySyncError:
+def transport_error(
+    exc: httpx.HTTPError, *, method: str, route: str, secret: str
+) -> MemorySyncError:
     """Translate an httpx transport exception (never includes the key)."""
     detail = scrub(str(exc), secret) or type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):

@@ -37,12 +37,16 @@ class SaveOutcome:
         """A sentence a model can read as a tool result."""
         ids = ", ".join(str(i) for i in self.memory_ids)
         if self.kept and self.reason == "already_ingested":
-            return f"Already remembered from an earlier save (memory {ids})." if ids else (
-                "Already remembered from an earlier save."
+            return (
+                f"Already remembered from an earlier save (memory {ids})."
+                if ids
+                else ("Already remembered from an earlier save.")
             )
         if self.kept:
-            return f"Saved to long-term memory (memory {ids})." if ids else (
-                "Saved to long-term memory."
+            return (
+                f"Saved to long-term memory (memory {ids})."
+                if ids
+                else ("Saved to long-term memory.")
             )
         why = f" ({self.reason})" if self.reason else ""
         return (

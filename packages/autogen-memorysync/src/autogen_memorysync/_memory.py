@@ -1,0 +1,465 @@
+"""``MemorySyncMemory``: AutoGen's ``Memory`` protocol on ``memorysync_core.UserMemory``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
+
+import httpx
+from autogen_core import CancellationToken, Component
+from autogen_core.memory import (
+    Memory,
+    MemoryContent,
+    MemoryMimeType,
+    MemoryQueryResult,
+    UpdateContextResult,
+)
+from autogen_core.model_context import ChatCompletionContext
+from typing_extensions import Self
+
+from memorysync_core import (
+    DEFAULT_CONTEXT_TEMPLATE,
+    MAX_TEXT_CHARS,
+    ClearResult,
+    ContextRenderer,
+    MemorySyncAPI,
+    RecalledMemory,
+    RecallResult,
+    SaveOutcome,
+    UserMemory,
+    truncate_text,
+)
+
+from ._config import ClearScope, MemorySyncMemoryConfig
+from ._injection import block_source, read_messages, with_block, write_messages
+from ._query import find_query
+
+logger = logging.getLogger("memorysync.autogen")
+
+SURFACE = "autogen"
+_USER_ROLES = frozenset({"user", "human"})
+_T = TypeVar("_T")
+
+
+class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
+    """An AutoGen ``Memory`` that recalls what a user told your agents, in any session.
+
+    Before every model call ``AssistantAgent`` calls :meth:`update_context`: the last
+    user message is the query, the recall waits at most ``recall_timeout`` seconds,
+    and the recalled block replaces this memory's previous block in the model context
+    (as a user message right before the question; see ``docs/autogen.md``). The
+    memories come back as ``MemoryContent``, so the agent emits a ``MemoryQueryEvent``.
+    AutoGen never stores turns itself: call :meth:`add_turn_pair` after each exchange.
+
+    Args:
+        user_id: End user the memories belong to. Required, never generated.
+        session_id: This conversation; its transcript scope is ``autogen::<session_id>``.
+        top_k: Memories considered per turn (``>= 1``).
+        recall_timeout: Hard budget in seconds for the whole recall, first call included.
+        min_prompt_chars: Prompts shorter than this (stripped) are not recalled for.
+        context_template: Block template with a ``{context}`` placeholder (None: built-in).
+        clear_scope: What :meth:`clear` deletes: ``"session"`` (this session's facts and
+            transcript) or ``"user"`` (every memory of the user, explicit opt-in).
+        api_key: The key, else ``MEMORYSYNC_API_KEY``. Never serialized or shown.
+        base_url: Server URL, else ``MEMORYSYNC_BASE_URL``, else the hosted service.
+        project_id: Project sent as ``X-Project-ID``, else ``MEMORYSYNC_PROJECT_ID``.
+        tenant_id: Explicit tenant; skips tenant resolution.
+        transport: An ``httpx`` transport (tests, in-process servers). Never serialized.
+        min_score: Drop recalled memories scoring below this.
+        max_context_chars: Cap on the block's body (lowest-scoring memories go first).
+        transcript: ``add_turn_pair`` stores both turns in the session transcript (True)
+            or sends only the user turn to fact extraction (False).
+
+    Example::
+
+        from autogen_agentchat.agents import AssistantAgent
+        from autogen_memorysync import MemorySyncMemory
+
+        memory = MemorySyncMemory(user_id="customer-42", session_id="support-chat")
+        agent = AssistantAgent("assistant", model_client=model_client, memory=[memory])
+        result = await agent.run(task=user_text)
+        await memory.add_turn_pair(user_text, result.messages[-1].content)
+    """
+
+    component_type = "memory"
+    component_config_schema = MemorySyncMemoryConfig
+    component_provider_override = "autogen_memorysync.MemorySyncMemory"
+
+    def __init__(
+        self,
+        *,
+        user_id: str,
+        session_id: str = "default",
+        top_k: int = 5,
+        recall_timeout: float = 1.2,
+        min_prompt_chars: int = 8,
+        context_template: str | None = None,
+        clear_scope: ClearScope = "session",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        project_id: str | None = None,
+        tenant_id: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        min_score: float | None = None,
+        max_context_chars: int | None = None,
+        transcript: bool = True,
+    ) -> None:
+        if clear_scope not in ("session", "user"):
+            raise ValueError(f"clear_scope must be 'session' or 'user', got {clear_scope!r}")
+        if (
+            isinstance(min_prompt_chars, bool)
+            or not isinstance(min_prompt_chars, int)
+            or min_prompt_chars < 0
+        ):
+            raise ValueError(f"min_prompt_chars must be an integer >= 0, got {min_prompt_chars!r}")
+        if not isinstance(transcript, bool):
+            raise ValueError(f"transcript must be True or False, got {transcript!r}")
+        if context_template is not None and not isinstance(context_template, str):
+            raise ValueError(
+                f"context_template must be a string containing '{{context}}', "
+                f"got {type(context_template).__name__}"
+            )
+        if tenant_id is not None and (not isinstance(tenant_id, str) or not tenant_id.strip()):
+            raise ValueError(f"tenant_id must be a non-empty string or None, got {tenant_id!r}")
+        renderer = ContextRenderer(
+            template=DEFAULT_CONTEXT_TEMPLATE if context_template is None else context_template,
+            min_score=min_score,
+            max_context_chars=max_context_chars,
+        )
+        api = MemorySyncAPI(
+            api_key,
+            base_url=base_url,
+            project_id=project_id,
+            tenant_id=tenant_id,
+            transport=transport,
+            source=SURFACE,
+        )
+        self._memory = UserMemory(
+            api,
+            user_id=user_id,
+            session_id=session_id,
+            surface=SURFACE,
+            top_k=top_k,
+            recall_timeout=recall_timeout,
+            renderer=renderer,
+        )
+        self._renderer = renderer
+        self._top_k = top_k
+        self._recall_timeout = float(recall_timeout)
+        self._min_prompt_chars = min_prompt_chars
+        self._clear_scope: ClearScope = clear_scope
+        self._explicit_base_url = base_url
+        self._explicit_project_id = project_id
+        self._tenant_id = tenant_id
+        self._transcript = transcript
+        identity = "\x00".join(
+            (api.base_url, api.project_id or "", tenant_id or "", user_id, session_id)
+        )
+        self._block_source = block_source(identity)
+
+    # -- readable settings -------------------------------------------------------------
+
+    @property
+    def user_id(self) -> str:
+        """End user the memories belong to."""
+        return self._memory.user_id
+
+    @property
+    def session_id(self) -> str:
+        """This conversation's id."""
+        return self._memory.session_id
+
+    @property
+    def scope(self) -> str:
+        """The transcript scope, ``autogen::<session_id>``."""
+        return self._memory.scope
+
+    @property
+    def top_k(self) -> int:
+        """Memories considered per turn."""
+        return self._top_k
+
+    @property
+    def recall_timeout(self) -> float:
+        """Hard recall budget in seconds."""
+        return self._recall_timeout
+
+    @property
+    def min_prompt_chars(self) -> int:
+        """Prompts shorter than this are not recalled for."""
+        return self._min_prompt_chars
+
+    @property
+    def context_template(self) -> str:
+        """The block template (the built-in one unless a template was given)."""
+        return self._renderer.template
+
+    @property
+    def clear_scope(self) -> ClearScope:
+        """What :meth:`clear` deletes: ``"session"`` or ``"user"``."""
+        return self._clear_scope
+
+    @property
+    def base_url(self) -> str:
+        """The server URL in use."""
+        return self._memory.api.base_url
+
+    @property
+    def project_id(self) -> str | None:
+        """The pinned project, if any."""
+        return self._memory.api.project_id
+
+    @property
+    def tenant_id(self) -> str | None:
+        """The explicit tenant, if one was given."""
+        return self._tenant_id
+
+    @property
+    def min_score(self) -> float | None:
+        """Recalled memories scoring below this are dropped."""
+        return self._renderer.min_score
+
+    @property
+    def max_context_chars(self) -> int | None:
+        """Cap on the block's body."""
+        return self._renderer.max_context_chars
+
+    @property
+    def transcript(self) -> bool:
+        """Whether :meth:`add_turn_pair` stores both turns in the session transcript."""
+        return self._transcript
+
+    @property
+    def block_source(self) -> str:
+        """The ``source`` of this memory's block in a model context."""
+        return self._block_source
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(user_id={self.user_id!r}, session_id={self.session_id!r}, "
+            f"base_url={self.base_url!r})"
+        )
+
+    # -- the hot path ------------------------------------------------------------------
+
+    async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
+        """Recall for the last user message and put the block in ``model_context``.
+
+        Never raises (except cancellation) and never waits longer than
+        ``recall_timeout`` for the server: on a timeout, an error or a 429 it injects
+        nothing, removes this memory's previous block and logs one warning.
+        """
+        try:
+            state, messages = await read_messages(model_context)
+        except Exception as exc:
+            logger.warning(
+                "could not read the model context (%s); no memories this turn", type(exc).__name__
+            )
+            return _update_result(())
+        query = find_query(messages)
+        recalled = RecallResult.EMPTY
+        if query is not None and len(query[1]) >= self._min_prompt_chars:
+            recalled = await self._memory.recall(truncate_text(query[1], limit=MAX_TEXT_CHARS))
+        updated = with_block(
+            messages,
+            source=self._block_source,
+            block=recalled.block,
+            anchor=None if query is None else query[0],
+        )
+        if updated is not None:
+            try:
+                await write_messages(model_context, state, updated)
+            except Exception as exc:
+                logger.warning(
+                    "could not update the model context (%s); no memories this turn",
+                    type(exc).__name__,
+                )
+                return _update_result(())
+        if not recalled:
+            return _update_result(())
+        if not recalled.memories:
+            # The server sent a context without items: still tell observers what was shown.
+            return _update_result((RecalledMemory(None, recalled.block, None, {}),))
+        return _update_result(recalled.memories)
+
+    # -- explicit calls ----------------------------------------------------------------
+
+    async def add(
+        self, content: MemoryContent, cancellation_token: CancellationToken | None = None
+    ) -> None:
+        """Send one user turn to fact extraction (``/v1/memory/add_turn``).
+
+        ``content.metadata["role"]`` decides: missing, ``"user"`` or ``"human"`` is the
+        user's turn and is sent; any other role (assistant, system, tool, ...) is not
+        sent. Scalar metadata travels with the turn (your dict is not modified);
+        ``metadata["turn_id"]`` is used as the capture id when present. Raises the
+        typed errors of ``memorysync_core.errors`` after bounded retries.
+        """
+        metadata = dict(content.metadata or {})
+        role = metadata.get("role")
+        if role is not None and str(role).strip().lower() not in _USER_ROLES:
+            logger.debug("add(): content with role %r is not sent", role)
+            return
+        text = _content_text(content)
+        if not text.strip():
+            raise ValueError("content.content must be non-empty text")
+        turn_id = metadata.pop("turn_id", None)
+        if turn_id is not None and not isinstance(turn_id, str):
+            raise ValueError(f"metadata['turn_id'] must be a string, got {turn_id!r}")
+        await _cancellable(
+            self._memory.add_user_turn(text, metadata=metadata, turn_id=turn_id),
+            cancellation_token,
+        )
+
+    async def add_turn_pair(
+        self,
+        user_text: str,
+        assistant_text: str,
+        *,
+        turn_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Record one exchange: what the user said and what the agent answered.
+
+        With ``transcript=True`` both turns are appended to the session transcript in
+        one call (the user turn's facts are extracted into memories); with
+        ``transcript=False`` only the user turn is sent to fact extraction. Retries
+        resend the same ids, so a retry stores nothing twice; pass ``turn_id`` when
+        your application retries the whole call itself. Returns the server's answer.
+
+        Example::
+
+            result = await agent.run(task=user_text)
+            await memory.add_turn_pair(user_text, result.messages[-1].content)
+        """
+        if not isinstance(user_text, str) or not user_text.strip():
+            raise ValueError(f"user_text must be non-empty text, got {user_text!r:.40}")
+        if not isinstance(assistant_text, str):
+            raise TypeError(
+                "assistant_text must be a string (the reply's text), got "
+                f"{type(assistant_text).__name__}"
+            )
+        if not self._transcript:
+            return await self._memory.add_user_turn(
+                user_text, metadata=dict(metadata or {}), turn_id=turn_id
+            )
+        turns = [self._memory.capture("user", user_text, turn_id=turn_id)]
+        if assistant_text.strip():
+            turns.append(self._memory.capture("assistant", assistant_text, turn_id=turn_id))
+        return await self._memory.record_turns(turns, extract=True)
+
+    async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
+        """Store a fact through the server's extraction (``/memory/add``).
+
+        The server decides what is durable; the outcome says what was kept
+        (``outcome.describe()`` is a sentence a model can read). Re-sending the same
+        text in the same session is recognised by its ``client_ref``. Raises on failure.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"text must be non-empty text, got {text!r:.40}")
+        return await self._memory.save(text, metadata=dict(metadata or {}))
+
+    async def query(
+        self,
+        query: str | MemoryContent,
+        cancellation_token: CancellationToken | None = None,
+        **kwargs: Any,
+    ) -> MemoryQueryResult:
+        """Search this user's memories; raises the typed errors (never a silent empty).
+
+        Keyword arguments: ``k`` (or its alias ``limit``, default ``top_k``) and
+        ``min_score`` (default: the memory's ``min_score``).
+        """
+        k = kwargs.pop("k", None)
+        limit = kwargs.pop("limit", None)
+        min_score = kwargs.pop("min_score", self.min_score)
+        if kwargs:
+            raise TypeError(f"query() got unexpected keyword arguments: {sorted(kwargs)}")
+        if k is not None and limit is not None and k != limit:
+            raise ValueError(f"pass k or limit, not both with different values ({k}, {limit})")
+        text = query if isinstance(query, str) else _content_text(query)
+        if not text.strip():
+            raise ValueError("query must be non-empty text")
+        memories = await _cancellable(
+            self._memory.search(text, k=k if k is not None else limit, min_score=min_score),
+            cancellation_token,
+        )
+        return MemoryQueryResult(results=[_to_content(memory) for memory in memories])
+
+    async def clear(self) -> None:
+        """Delete this session's facts and transcript (or everything of the user).
+
+        Which one is ``clear_scope``: ``"session"`` (default) leaves the user's other
+        memories alone; ``"user"`` deletes every memory of the user. Raises on failure.
+        """
+        result: ClearResult = await self._memory.clear(self._clear_scope)
+        logger.info(
+            "clear(%s): %d memories and %d transcript turns deleted",
+            self._clear_scope,
+            len(result.deleted_memory_ids),
+            len(result.deleted_turn_ids),
+        )
+
+    async def close(self) -> None:
+        """Release the HTTP client (shared connections close with their last user)."""
+        await self._memory.aclose()
+
+    # -- component config ---------------------------------------------------------------
+
+    def _to_config(self) -> MemorySyncMemoryConfig:
+        template = self._renderer.template
+        return MemorySyncMemoryConfig(
+            user_id=self.user_id,
+            session_id=self.session_id,
+            top_k=self._top_k,
+            recall_timeout=self._recall_timeout,
+            min_prompt_chars=self._min_prompt_chars,
+            context_template=None if template == DEFAULT_CONTEXT_TEMPLATE else template,
+            clear_scope=self._clear_scope,
+            base_url=self._explicit_base_url,
+            project_id=self._explicit_project_id,
+            tenant_id=self._tenant_id,
+            min_score=self.min_score,
+            max_context_chars=self.max_context_chars,
+            transcript=self._transcript,
+        )
+
+    @classmethod
+    def _from_config(cls, config: MemorySyncMemoryConfig) -> Self:
+        return cls(**config.model_dump())
+
+
+def _content_text(content: MemoryContent) -> str:
+    value = content.content
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    raise TypeError(
+        f"MemorySync stores text: content.content must be str or dict, got {type(value).__name__}"
+    )
+
+
+def _to_content(memory: RecalledMemory) -> MemoryContent:
+    return MemoryContent(
+        content=memory.text,
+        mime_type=MemoryMimeType.TEXT,
+        metadata={"memory_id": memory.memory_id, "score": memory.score},
+    )
+
+
+def _update_result(memories: tuple[RecalledMemory, ...]) -> UpdateContextResult:
+    return UpdateContextResult(
+        memories=MemoryQueryResult(results=[_to_content(memory) for memory in memories])
+    )
+
+
+async def _cancellable(awaitable: Awaitable[_T], token: CancellationToken | None) -> _T:
+    if token is None:
+        return await awaitable
+    future = asyncio.ensure_future(awaitable)
+    token.link_future(future)
+    return await future

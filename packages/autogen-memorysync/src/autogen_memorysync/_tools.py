@@ -1,0 +1,60 @@
+"""``search_memory`` and ``save_memory`` as AutoGen ``FunctionTool``s."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from autogen_core.tools import FunctionTool
+
+if TYPE_CHECKING:
+    from ._memory import MemorySyncMemory
+
+
+def create_memory_tools(memory: MemorySyncMemory) -> list[FunctionTool]:
+    """Two tools over ``memory``: ``search_memory`` and ``save_memory``.
+
+    ``save_memory`` goes through the server's extraction (``/memory/add``): the server,
+    not the model, decides whether the text is durable, and the tool answers in words
+    the model can use (what was kept, or why nothing was). Failures raise the typed
+    errors, which ``AssistantAgent`` reports to the model as a failed tool call.
+
+    Example::
+
+        from autogen_memorysync import create_memory_tools
+
+        agent = AssistantAgent(
+            "assistant", model_client=model_client, memory=[memory],
+            tools=create_memory_tools(memory),
+        )
+    """
+
+    async def search_memory(query: str, k: int = 5) -> str:
+        """Search what is known about the user; returns one memory per line."""
+        result = await memory.query(query, k=k)
+        lines = [f"- {item.content}" for item in result.results if isinstance(item.content, str)]
+        return "\n".join(lines) if lines else "No stored memory matches."
+
+    async def save_memory(text: str) -> str:
+        """Ask to remember a durable fact about the user; says what was kept."""
+        outcome = await memory.save(text)
+        return outcome.describe()
+
+    return [
+        FunctionTool(
+            search_memory,
+            name="search_memory",
+            description=(
+                "Search the long-term memory about the current user (preferences, facts "
+                "they shared in earlier conversations). Returns one memory per line."
+            ),
+        ),
+        FunctionTool(
+            save_memory,
+            name="save_memory",
+            description=(
+                "Store a durable fact about the current user for future conversations. "
+                "The memory service decides whether the text is worth keeping and the "
+                "result says what was kept."
+            ),
+        ),
+    ]

@@ -220,11 +220,13 @@ def transport_error(
     exc: httpx.HTTPError, *, method: str, route: str, secret: str
 ) -> MemorySyncError:
     """Translate an httpx transport exception (never includes the key)."""
-    detail = scrub(str(exc), secret) or type(exc).__name__
+    detail = scrub(str(exc), secret)
     if isinstance(exc, httpx.TimeoutException):
         return APITimeoutError(f"{method} {route} -> timeout: {type(exc).__name__}", route=route)
     return APIConnectionError(
-        f"{method} {route} -> connection error: {type(exc).__name__}: {detail}", route=route
+        f"{method} {route} -> connection error: {type(exc).__name__}"
+        + (f": {detail}" if detail else ""),
+        route=route,
     )
 
 

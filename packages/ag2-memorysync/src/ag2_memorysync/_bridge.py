@@ -1,0 +1,148 @@
+"""One persistent background event loop per process, shared by every capability.
+
+AG2 hooks are synchronous and may run inside the caller's own event loop
+(``a_initiate_chat``). All network I/O therefore runs on a dedicated daemon thread's
+loop: hooks hand work over with ``call_soon_threadsafe`` / ``run_coroutine_threadsafe``
+and never touch the caller's loop. After ``fork`` the child starts a fresh loop on
+first use (the parent's thread does not exist there); at interpreter exit the live
+capabilities are flushed for a bounded time, then the loop stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+_logger = logging.getLogger("memorysync.ag2")
+
+T = TypeVar("T")
+
+# Total time the exit handler spends flushing captured turns before the loop stops.
+EXIT_FLUSH_SECONDS = 5.0
+
+
+class _Flushable(Protocol):
+    def _flush_at_exit(self, timeout: float) -> int: ...
+
+
+class Bridge:
+    """The background loop: started lazily, re-created after fork, stopped at exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._generation = 0
+        self._stopped = False
+
+    @property
+    def generation(self) -> int:
+        """Changes after a fork: state bound to an older generation's loop is stale."""
+        return self._generation
+
+    @property
+    def running(self) -> bool:
+        """True once the loop thread has started (and not stopped)."""
+        return self._loop is not None and not self._stopped
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The background loop, started on first use."""
+        loop = self._loop
+        if loop is not None:
+            return loop
+        with self._lock:
+            if self._loop is None:
+                self._start()
+            assert self._loop is not None
+            return self._loop
+
+    def _start(self) -> None:
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+
+        thread = threading.Thread(target=run, name="memorysync-ag2-loop", daemon=True)
+        thread.start()
+        ready.wait()
+        self._loop, self._thread, self._stopped = loop, thread, False
+
+    def in_loop_thread(self) -> bool:
+        """True when called from the background loop's own thread."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the background loop; a thread-safe future of its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop())
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Schedule ``callback`` on the background loop without waiting for it."""
+        self.loop().call_soon_threadsafe(callback)
+
+    def after_fork_in_child(self) -> None:
+        """Forget the parent's loop and thread; the next use starts new ones."""
+        self._lock = threading.Lock()
+        self._loop = None
+        self._thread = None
+        self._stopped = False
+        self._generation += 1
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the loop (pending callbacks get ``timeout`` seconds) and join the thread."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop, self._thread, self._stopped = None, None, True
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+        if not thread.is_alive():
+            loop.close()
+
+
+BRIDGE = Bridge()
+
+# Capabilities that may hold undelivered turns; flushed at interpreter exit.
+_live: weakref.WeakSet[_Flushable] = weakref.WeakSet()
+
+
+def track(capability: _Flushable) -> None:
+    """Remember ``capability`` so the exit handler flushes it."""
+    _live.add(capability)
+
+
+def _at_exit() -> None:
+    if not BRIDGE.running:
+        return
+    deadline = time.monotonic() + EXIT_FLUSH_SECONDS
+    left = 0
+    for capability in list(_live):
+        remaining = max(deadline - time.monotonic(), 0.0)
+        try:
+            left += capability._flush_at_exit(remaining)
+        except Exception as exc:  # exit must never raise
+            _logger.debug("flush at exit failed: %s", type(exc).__name__)
+    if left:
+        _logger.warning("exiting with %s captured turns undelivered", left)
+    BRIDGE.stop()
+
+
+def _after_fork_in_child() -> None:
+    BRIDGE.after_fork_in_child()
+    _live.clear()
+
+
+atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,85 @@
+"""search_memory / save_memory as AG2 tools, registered through AG2's own decorators."""
+
+# No `from __future__ import annotations` here: AG2 reads these tools' signatures,
+# and the Annotated descriptions must be real objects, not strings.
+
+import logging
+from typing import TYPE_CHECKING, Annotated
+
+from memorysync_core import MemorySyncError
+
+if TYPE_CHECKING:
+    from ._capability import MemorySyncCapability
+
+_logger = logging.getLogger("memorysync.ag2")
+
+SEARCH_DESCRIPTION = (
+    "Search what is remembered about the user (preferences, facts they shared before). "
+    "Returns one remembered fact per line."
+)
+SAVE_DESCRIPTION = (
+    "Remember a durable fact about the user for future conversations. The memory "
+    "service decides whether the fact is worth keeping."
+)
+
+
+def register_memory_tools(
+    memory: "MemorySyncCapability", *, caller: object, executor: object
+) -> None:
+    """Offer ``search_memory`` and ``save_memory`` to ``caller``'s model; ``executor`` runs them.
+
+    Uses AG2's standard split (``register_for_llm`` on the caller, which needs an
+    ``llm_config``; ``register_for_execution`` on the executor). Both tools are
+    synchronous and run their I/O on the capability's background loop. A failed call
+    returns a short explanation to the model instead of raising inside the chat.
+
+    Example::
+
+        from ag2_memorysync import MemorySyncCapability, register_memory_tools
+
+        memory = MemorySyncCapability(user_id="alice")
+        register_memory_tools(memory, caller=assistant, executor=user_proxy)
+
+    Raises:
+        TypeError: ``memory`` is not a MemorySyncCapability, or an agent lacks the
+            registration method.
+    """
+    from ._capability import MemorySyncCapability
+
+    if not isinstance(memory, MemorySyncCapability):
+        raise TypeError(f"memory must be a MemorySyncCapability, got {type(memory).__name__}")
+    register_for_llm = getattr(caller, "register_for_llm", None)
+    if not callable(register_for_llm):
+        raise TypeError(
+            f"caller must be an AG2 ConversableAgent with register_for_llm, got "
+            f"{type(caller).__name__}; install the classic framework (pip install autogen)"
+        )
+    register_for_execution = getattr(executor, "register_for_execution", None)
+    if not callable(register_for_execution):
+        raise TypeError(
+            f"executor must be an AG2 ConversableAgent with register_for_execution, got "
+            f"{type(executor).__name__}; install the classic framework (pip install autogen)"
+        )
+
+    def search_memory(query: Annotated[str, "What to look up about the user"]) -> str:
+        try:
+            found = memory.search(query)
+        except MemorySyncError as exc:
+            _logger.warning("search_memory tool failed: %s", type(exc).__name__)
+            return f"Memory search is unavailable right now ({type(exc).__name__})."
+        if not found:
+            return "Nothing relevant is remembered about the user."
+        return "\n".join(f"- {item.text}" for item in found)
+
+    def save_memory(text: Annotated[str, "The fact about the user to remember"]) -> str:
+        try:
+            return memory.save(text).describe()
+        except MemorySyncError as exc:
+            _logger.warning("save_memory tool failed: %s", type(exc).__name__)
+            return f"The fact could not be saved right now ({type(exc).__name__})."
+
+    tools = ((search_memory, SEARCH_DESCRIPTION), (save_memory, SAVE_DESCRIPTION))
+    for function, description in tools:
+        name = function.__name__
+        register_for_llm(name=name, description=description)(function)
+        register_for_execution(name=name)(function)

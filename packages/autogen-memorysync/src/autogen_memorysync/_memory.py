@@ -30,6 +30,7 @@ from memorysync_core import (
     RecallResult,
     SaveOutcome,
     UserMemory,
+    call_with_retries,
     truncate_text,
 )
 
@@ -344,12 +345,27 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             )
         if not self._transcript:
             return await self._memory.add_user_turn(
-                user_text, metadata=dict(metadata or {}), turn_id=turn_id
+                user_text, metadata=_scalars(metadata), turn_id=turn_id
             )
         turns = [self._memory.capture("user", user_text, turn_id=turn_id)]
         if assistant_text.strip():
             turns.append(self._memory.capture("assistant", assistant_text, turn_id=turn_id))
-        return await self._memory.record_turns(turns, extract=True)
+        extra = _scalars(metadata)
+        if not extra:
+            return await self._memory.record_turns(turns, extract=True)
+        # UserMemory.record_turns has no metadata parameter (yet): same call, with metadata.
+        items = [turn.history_item() for turn in turns]
+        return await call_with_retries(
+            lambda: self._memory.api.append_history(
+                user_id=self.user_id,
+                session_id=self.scope,
+                turns=items,
+                source=SURFACE,
+                extract=True,
+                metadata=extra,
+            ),
+            self._memory.retry,
+        )
 
     async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
         """Store a fact through the server's extraction (``/memory/add``).
@@ -441,6 +457,19 @@ def _content_text(content: MemoryContent) -> str:
     raise TypeError(
         f"MemorySync stores text: content.content must be str or dict, got {type(value).__name__}"
     )
+
+
+def _scalars(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of the scalar values (what the server copies onto extracted facts)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    return {
+        str(key): value
+        for key, value in metadata.items()
+        if value is None or isinstance(value, (str, int, float, bool))
+    }
 
 
 def _to_content(memory: RecalledMemory) -> MemoryContent:

@@ -514,6 +514,9 @@ class FakeServer:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
             return
+        except asyncio.CancelledError:
+            # Only stop() cancels connections; end quietly.
+            return
         finally:
             self._tasks.discard(task)
             with contextlib.suppress(Exception):

@@ -1,0 +1,41 @@
+"""memorysync-local: a MemorySync-compatible server on SQLite, embedded or on loopback.
+
+It answers the MemorySync HTTP API (add_turn, recall, query, list, forget, add,
+status, history) over one SQLite file, with deterministic fact extraction and
+BM25 retrieval, so that the adapters and the official client run offline.
+
+Embedded (no socket)::
+
+    from memorysync_local import embedded
+
+    srv = embedded()            # ":memory:" database, key "ms_local_dev_key"
+    # MemorySyncAPI(api_key=srv.api_key, base_url=srv.base_url, transport=srv.transport)
+    srv.close()
+
+Served::
+
+    memorysync-local serve --db ./memorysync.db --port 8765 --api-key ms_dev
+"""
+
+from memorysync_local._app import DEV_API_KEY, create_app
+from memorysync_local._embedded import EMBEDDED_BASE_URL, EmbeddedServer, embedded
+from memorysync_local._extract import Extraction, Extractor, Fact, RuleBasedExtractor
+from memorysync_local._plans import Plan
+from memorysync_local._served import ServedServer, serve_in_thread
+from memorysync_local._version import __version__
+
+__all__ = [
+    "DEV_API_KEY",
+    "EMBEDDED_BASE_URL",
+    "EmbeddedServer",
+    "Extraction",
+    "Extractor",
+    "Fact",
+    "Plan",
+    "RuleBasedExtractor",
+    "ServedServer",
+    "__version__",
+    "create_app",
+    "embedded",
+    "serve_in_thread",
+]

@@ -1,0 +1,299 @@
+"""The FastAPI application: every route of the MemorySync contract.
+
+Endpoints are plain ``def`` functions, so FastAPI runs them in its thread pool
+and SQLite work never blocks the event loop; the app keeps no event-loop-bound
+state and needs no startup event, so it can be driven by ``httpx.ASGITransport``
+from several event loops and threads at once.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency
+# annotations of the route functions defined inside _add_routes at runtime.
+import hashlib
+import time
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query
+
+from memorysync_local._errors import GuardMiddleware, install_error_handlers
+from memorysync_local._extract import Extractor, RuleBasedExtractor
+from memorysync_local._models import (
+    MAX_INT,
+    AddMemoryBody,
+    AddTurnBody,
+    ForgetBody,
+    HistoryAppendBody,
+    HistoryDeleteBody,
+    HistoryListBody,
+    RecallBody,
+)
+from memorysync_local._plans import DEFAULT_TENANT, Caller, KeyRing, Plan
+from memorysync_local._search import render_context
+from memorysync_local._store import QuotaExceeded, Store
+from memorysync_local._version import __version__
+
+DEV_API_KEY = "ms_local_dev_key"
+DEFAULT_K = 5
+MAX_END_USER_CHARS = 512
+
+
+def create_app(
+    db_path: str = "./memorysync.db",
+    *,
+    api_keys: Mapping[str, str] | None = None,
+    eval_keys: Iterable[str] = (),
+    plans: Mapping[str, Plan] | None = None,
+    async_extraction: bool = False,
+    extractor: Extractor | None = None,
+) -> FastAPI:
+    """Build a MemorySync-compatible ASGI app over the SQLite database at ``db_path``.
+
+    ``api_keys`` maps each full key to its tenant (default: ``{"ms_local_dev_key":
+    "local"}``); ``eval_keys`` are evaluation keys (tenant ``"default"``, no
+    ``/org/projects``); ``plans`` gives a key a monthly add limit and a quota mode.
+    ``async_extraction`` answers ``distilling`` and extracts on a background
+    thread, as the hosted service does; by default a write is readable as soon as
+    it is answered. ``db_path`` may be ``":memory:"``.
+
+    The store is closed by ``app.state.store.close()`` (the app has no lifespan).
+
+    Example::
+
+        import httpx
+        from memorysync_local import create_app
+
+        app = create_app(":memory:", api_keys={"ms_test": "acme"})
+        with httpx.Client(transport=httpx.ASGITransport(app=app)) as client:
+            ...  # an async client is needed for ASGITransport; see embedded()
+        app.state.store.close()
+    """
+    keys = KeyRing(
+        dict(api_keys) if api_keys is not None else {DEV_API_KEY: DEFAULT_TENANT},
+        tuple(eval_keys),
+        dict(plans or {}),
+    )
+    store = Store(db_path, extractor or RuleBasedExtractor(), async_extraction=async_extraction)
+    app = FastAPI(
+        title="memorysync-local",
+        version=__version__,
+        description="A MemorySync-compatible server on SQLite (offline, single node).",
+    )
+    app.state.store = store
+    app.state.keys = keys
+    install_error_handlers(app)
+    app.add_middleware(GuardMiddleware)
+    _add_routes(app, store, keys)
+    return app
+
+
+def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
+    def caller(x_api_key: Annotated[str | None, Header()] = None) -> Caller:
+        if x_api_key is None or not x_api_key.strip():
+            raise HTTPException(401, "missing X-API-Key header")
+        found = keys.lookup(x_api_key)
+        if found is None:
+            raise HTTPException(401, "unknown API key")
+        return found
+
+    def end_user(x_end_user_id: Annotated[str | None, Header()] = None) -> str:
+        if x_end_user_id is None or not x_end_user_id.strip():
+            raise HTTPException(400, "X-End-User-ID header is required on /memory routes")
+        if len(x_end_user_id) > MAX_END_USER_CHARS:
+            raise HTTPException(400, f"X-End-User-ID longer than {MAX_END_USER_CHARS} characters")
+        return x_end_user_id
+
+    Auth = Annotated[Caller, Depends(caller)]
+    EndUser = Annotated[str, Depends(end_user)]
+
+    def own(who: Caller, tenant_id: str) -> None:
+        if tenant_id != who.tenant_id:
+            raise HTTPException(403, f"tenant_id {tenant_id[:80]!r} is not owned by this API key")
+
+    def reads_blocked(who: Caller) -> bool:
+        """True when a free key is over its limit (reads empty); raises for evaluation."""
+        if not store.over_limit(who):
+            return False
+        if who.plan is not None and who.plan.mode == "evaluation":
+            raise QuotaExceeded(store.retry_after())
+        return True
+
+    @app.get("/health", tags=["meta"])
+    def health() -> dict[str, str]:
+        """Liveness probe (no key needed)."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/org/projects", tags=["org"])
+    def projects(who: Auth) -> list[dict[str, Any]]:
+        """The key's project; evaluation keys have no ``projects:read`` scope (403)."""
+        if who.evaluation:
+            raise HTTPException(403, "evaluation keys lack the projects:read scope")
+        created = store.created_at()
+        digest = hashlib.sha256(who.tenant_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return [
+            {
+                "id": f"proj_{digest[:16]}",
+                "name": "Local",
+                "tenant_id": who.tenant_id,
+                "is_default": True,
+                "memory_count": store.memory_count(who.tenant_id),
+                "created_at": created,
+                "updated_at": created,
+            }
+        ]
+
+    @app.post("/v1/memory/add_turn", tags=["memory"])
+    def add_turn(body: AddTurnBody, who: Auth) -> dict[str, Any]:
+        """Send one turn to fact extraction (only a user turn's durable facts are stored)."""
+        own(who, body.tenant_id)
+        role, text = _resolve_role(body)
+        return store.add_turn(
+            who,
+            user_id=body.user_id,
+            text=text,
+            role=role,
+            speaker=body.speaker,
+            occurred_at=body.occurred_at,
+            metadata=body.metadata,
+            source=body.source,
+            replay_text=body.text,
+        )
+
+    @app.post("/v1/memory/recall", tags=["memory"])
+    def recall(body: RecallBody, who: Auth) -> dict[str, Any]:
+        """The user's most relevant memories, and a grouped, prompt-ready context block."""
+        own(who, body.tenant_id)
+        started = time.perf_counter()
+        if reads_blocked(who):
+            memories: list[dict[str, Any]] = []
+        else:
+            memories = store.search(who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K)
+        return {
+            "context": render_context(memories),
+            "memories": memories,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+        }
+
+    @app.post("/v1/memory/query", tags=["memory"])
+    def query(body: RecallBody, who: Auth) -> dict[str, Any]:
+        """Plain search over the user's memories."""
+        own(who, body.tenant_id)
+        if reads_blocked(who):
+            return {"memories": []}
+        return {
+            "memories": store.search(who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K)
+        }
+
+    @app.get("/v1/memory/status/{memory_id}", tags=["memory"])
+    def status(
+        memory_id: Annotated[str, Path(max_length=40, description="12 or m_12")], who: Auth
+    ) -> dict[str, Any]:
+        """Ingestion status of one memory of the key's tenant."""
+        raw = memory_id[2:] if memory_id.startswith("m_") else memory_id
+        if not raw.isdigit() or not 0 < int(raw) <= MAX_INT:
+            raise HTTPException(
+                422, f"memory_id: expected an integer or m_<integer>, got {memory_id!r}"
+            )
+        found = store.memory_status(who.tenant_id, int(raw))
+        if found is None:
+            raise HTTPException(404, f"memory {memory_id} not found")
+        return found
+
+    @app.get("/v1/memory/{tenant_id}/{user_id:path}/list", tags=["memory"])
+    def list_memories(
+        tenant_id: str,
+        user_id: str,
+        who: Auth,
+        limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    ) -> dict[str, Any]:
+        """Every memory of the user, newest first (``limit=0``: no limit)."""
+        own(who, tenant_id)
+        if reads_blocked(who):
+            return {"memories": [], "total": 0}
+        memories, total = store.list_memories(tenant_id, user_id, limit, offset)
+        return {"memories": memories, "total": total}
+
+    @app.delete("/memory/forget", tags=["memory"])
+    def forget(body: ForgetBody, who: Auth, user: EndUser) -> list[int]:
+        """Delete the end user's memories by ids or filters; the deleted ids."""
+        return store.forget(
+            who.tenant_id,
+            user,
+            memory_ids=body.memory_ids,
+            filters=body.filters.model_dump(exclude_none=True) if body.filters else None,
+            dry_run=bool(body.dry_run),
+        )
+
+    @app.post("/memory/add", tags=["memory"])
+    def add_memory(body: AddMemoryBody, who: Auth, user: EndUser) -> dict[str, Any]:
+        """Store the durable facts of a text; a memory object or a skipped answer."""
+        return store.add_memory(
+            who,
+            user_id=user,
+            text=body.text,
+            source=body.source,
+            tags=body.tags,
+            importance=body.importance,
+            session_id=body.session_id,
+            metadata=body.metadata,
+            client_ref=body.client_ref,
+        )
+
+    @app.post("/v1/history/append", tags=["history"])
+    def history_append(body: HistoryAppendBody, who: Auth) -> dict[str, Any]:
+        """Store transcript turns verbatim; user turns also go to fact extraction."""
+        own(who, body.tenant_id)
+        return store.append_history(
+            who,
+            user_id=body.user_id,
+            session_id=body.session_id,
+            source=body.source,
+            turns=[t.model_dump() for t in body.turns],
+            extract=body.extract,
+            metadata=body.metadata,
+        )
+
+    @app.post("/v1/history/list", tags=["history"])
+    def history_list(body: HistoryListBody, who: Auth) -> dict[str, Any]:
+        """A session's turns, oldest first (``limit``: the latest N)."""
+        own(who, body.tenant_id)
+        if reads_blocked(who):
+            return {"items": [], "total": 0}
+        items, total = store.list_history(
+            who.tenant_id, body.user_id, body.session_id, body.source, body.limit
+        )
+        return {"items": items, "total": total}
+
+    @app.post("/v1/history/delete", tags=["history"])
+    def history_delete(body: HistoryDeleteBody, who: Auth) -> dict[str, list[str]]:
+        """Delete turns by session or ids (and their facts with ``delete_derived_facts``)."""
+        own(who, body.tenant_id)
+        return store.delete_history(
+            who.tenant_id,
+            body.user_id,
+            session_id=body.session_id,
+            ids=body.ids,
+            source=body.source,
+            delete_derived_facts=body.delete_derived_facts,
+        )
+
+
+_ROLE_HEADS = {"user": "user", "human": "user", "ai": "assistant", "assistant": "assistant"}
+
+
+def _resolve_role(body: AddTurnBody) -> tuple[str, str]:
+    """The turn's role and text (a leading ``user:`` / ``assistant:`` prefix is removed)."""
+    if body.role is not None:
+        return body.role, body.text
+    head, sep, rest = body.text.partition(":")
+    if sep and head.strip().lower() in ("user", "assistant") and rest.strip():
+        return head.strip().lower(), rest.strip()
+    if body.speaker:
+        prefix, at, _ = body.speaker.partition("@")
+        if at and prefix.strip().lower() in _ROLE_HEADS:
+            return _ROLE_HEADS[prefix.strip().lower()], body.text
+    meta_role = (body.metadata or {}).get("role")
+    if isinstance(meta_role, str) and meta_role.strip():
+        role = meta_role.strip().lower()
+        return _ROLE_HEADS.get(role, role), body.text
+    return "user", body.text

@@ -1,0 +1,162 @@
+"""``memorysync-local serve``: the server on a socket, configured from flags."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import secrets
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from memorysync_local._app import create_app
+from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._served import bind_socket
+from memorysync_local._version import __version__
+
+ENV_KEYS = "MEMORYSYNC_LOCAL_API_KEYS"
+logger = logging.getLogger("memorysync_local")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memorysync-local",
+        description="A MemorySync-compatible server on SQLite, for offline use and tests.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve the HTTP API with uvicorn",
+        description="Serve the MemorySync HTTP API over SQLite with uvicorn. Without any key, "
+        "a key is generated and printed once on standard output.",
+    )
+    serve.add_argument(
+        "--db",
+        default="./memorysync.db",
+        help="SQLite file (default ./memorysync.db; ':memory:' "
+        "keeps everything in memory until the server stops)",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 = free)")
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY[=TENANT]",
+        help=f"a full key, of tenant 'local' unless =TENANT is given (repeatable; also "
+        f"{ENV_KEYS}, comma-separated)",
+    )
+    serve.add_argument(
+        "--eval-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="an evaluation key: GET /org/projects answers 403, tenant 'default' (repeatable)",
+    )
+    serve.add_argument(
+        "--plan",
+        action="append",
+        default=[],
+        metavar="KEY=MODE:N",
+        help="monthly add limit N for KEY; MODE 'free' (silent: writes skipped, reads empty) or "
+        "'evaluation' (429 with retry_after) (repeatable)",
+    )
+    serve.add_argument(
+        "--async-extraction",
+        action="store_true",
+        help="answer add_turn with 'distilling' and extract in the background, as the hosted "
+        "service does (default: inline, readable as soon as answered)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn log level (default info)",
+    )
+    return parser
+
+
+def _parse_keys(values: Sequence[str]) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for value in values:
+        key, sep, tenant = value.strip().partition("=")
+        if not key:
+            raise ValueError("--api-key needs a non-empty KEY")
+        if sep and not tenant.strip():
+            raise ValueError("--api-key KEY=TENANT needs a non-empty TENANT")
+        keys[key] = tenant.strip() if sep else DEFAULT_TENANT
+    return keys
+
+
+def _parse_plans(values: Sequence[str]) -> dict[str, Plan]:
+    plans: dict[str, Plan] = {}
+    for value in values:
+        key, sep, spec = value.partition("=")
+        if not sep or not key:
+            raise ValueError("--plan must look like KEY=free:N or KEY=evaluation:N")
+        plans[key] = Plan.parse(spec)
+    return plans
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``memorysync-local`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    env_keys = [k for k in os.environ.get(ENV_KEYS, "").split(",") if k.strip()]
+    try:
+        keys = _parse_keys([*env_keys, *args.api_key])
+        plans = _parse_plans(args.plan)
+        generated = None
+        if not keys and not args.eval_key:
+            generated = f"ms_local_{secrets.token_urlsafe(24)}"
+            keys = {generated: DEFAULT_TENANT}
+        app = create_app(
+            args.db,
+            api_keys=keys,
+            eval_keys=args.eval_key,
+            plans=plans,
+            async_extraction=args.async_extraction,
+        )
+    except (ValueError, TypeError, RuntimeError) as exc:
+        parser.error(str(exc))
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        app.state.store.close()
+        parser.error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"memorysync-local {__version__} serving {args.db} at http://{shown}:{port}", flush=True)
+    if generated is not None:
+        print(f"API key (generated, shown once): {generated}", flush=True)
+    if not _is_loopback(args.host):
+        print(
+            "warning: listening beyond loopback; anyone who can reach it needs only a key",
+            file=sys.stderr,
+            flush=True,
+        )
+    try:
+        uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level=args.log_level)).run(
+            sockets=[sock]
+        )
+    finally:
+        sock.close()
+        app.state.store.close()
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,214 @@
+"""SQLite connections (WAL, thread-safe pool) and the schema with its migrations.
+
+A file database gets one connection per concurrent user, taken from a pool:
+WAL lets readers run beside the single writer, and writers serialise on
+``BEGIN IMMEDIATE`` with a busy timeout. ``:memory:`` is one private database
+per :class:`Database`, so it gets exactly one connection that requests take in
+turn (a pool of one), which is correct from any thread or event loop.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from memorysync_local._timeutil import render, utc_now
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_SECONDS = 30.0
+# History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
+HISTORY_ID_BASE = 1_000_000_000_000
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE memories (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'other',
+        source TEXT,
+        session_id TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        tags TEXT,
+        importance REAL,
+        origin TEXT NOT NULL,
+        history_id INTEGER,
+        request_id TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX memories_by_user ON memories (tenant_id, user_id, created_at, id);
+    CREATE INDEX memories_by_history ON memories (history_id) WHERE history_id IS NOT NULL;
+    CREATE VIRTUAL TABLE memories_fts USING fts5 (
+        text, content='memories', content_rowid='id', tokenize='porter unicode61'
+    );
+    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+    END;
+    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END;
+    CREATE TABLE turn_receipts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        speaker TEXT NOT NULL,
+        occurred_at TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        received_at TEXT NOT NULL
+    );
+    CREATE INDEX turn_receipts_replay
+        ON turn_receipts (tenant_id, user_id, speaker, occurred_at, text_hash, received_at);
+    CREATE TABLE history (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        seq INTEGER,
+        occurred_at TEXT,
+        payload TEXT,
+        idempotency_key TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX history_by_session ON history (tenant_id, user_id, session_id, seq, id);
+    CREATE UNIQUE INDEX history_idempotency_key
+        ON history (tenant_id, user_id, session_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    CREATE UNIQUE INDEX history_seq_role_content
+        ON history (tenant_id, user_id, session_id, seq, role, content_hash)
+        WHERE seq IS NOT NULL AND idempotency_key IS NULL;
+    CREATE TABLE client_refs (
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        client_ref TEXT NOT NULL,
+        memory_ids TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, user_id, client_ref)
+    );
+    CREATE TABLE usage (
+        key_id TEXT NOT NULL,
+        month TEXT NOT NULL,
+        adds INTEGER NOT NULL DEFAULT 0,
+        refused INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (key_id, month)
+    );
+    """,
+}
+
+
+class Database:
+    """A thread-safe handle on one SQLite database (a path or ``:memory:``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._memory = path == ":memory:" or path.startswith("file::memory:") or path == ""
+        self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        first = self._open()
+        self._migrate(first)
+        self._pool.put(first)
+
+    @property
+    def in_memory(self) -> bool:
+        return self._memory
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            ":memory:" if self._memory else self.path,
+            timeout=BUSY_TIMEOUT_SECONDS,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.row_factory = sqlite3.Row
+        if not self._memory:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """Borrow a connection (autocommit mode; use :meth:`write` for transactions)."""
+        if self._closed:
+            raise RuntimeError("the database is closed")
+        try:
+            conn = self._pool.get_nowait()
+        except queue.Empty:
+            # One connection for :memory: (it is the database); grow the pool for files.
+            conn = self._pool.get() if self._memory else self._open()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.rollback()
+            self._pool.put(conn)
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on error."""
+        with self.connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    def close(self) -> None:
+        """Close every connection this handle opened. Idempotent."""
+        self._closed = True
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = int(row[0]) if row and row[0] is not None else 0
+            if current > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"database schema version {current} is newer than this server's "
+                    f"({SCHEMA_VERSION}); upgrade memorysync-local"
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in _statements(_MIGRATIONS[version]):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)",
+                (render(utc_now()),),
+            )
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (triggers contain inner semicolons)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.strip().splitlines():
+        buffer += line + "\n"
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements

@@ -1,0 +1,110 @@
+"""The server in-process: an httpx ASGI transport bound to a database, no socket."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+
+import httpx
+from fastapi import FastAPI
+
+from memorysync_local._app import DEV_API_KEY, create_app
+from memorysync_local._extract import Extractor
+from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._store import Store
+
+EMBEDDED_BASE_URL = "http://memorysync.local"
+
+
+class EmbeddedServer:
+    """An in-process server: what an adapter needs to talk to it, in one object.
+
+    ``transport`` is an ``httpx.ASGITransport`` over the app (usable from any
+    event loop and thread), ``api_key`` a full key of tenant ``tenant_id``, and
+    ``base_url`` the URL to give the client (the host is never resolved).
+    ``repr`` never shows the key. Close it (or use ``with``) to close the database.
+    """
+
+    def __init__(self, app: FastAPI, *, api_key: str, tenant_id: str, db_path: str) -> None:
+        self.app = app
+        self.transport = httpx.ASGITransport(app=app)
+        self.api_key = api_key
+        self.tenant_id = tenant_id
+        self.db_path = db_path
+        self.base_url = EMBEDDED_BASE_URL
+
+    @property
+    def store(self) -> Store:
+        """The server's storage (for tests that need to wait on background extraction)."""
+        store: Store = self.app.state.store
+        return store
+
+    def wait_for_extraction(self, timeout: float | None = 10.0) -> bool:
+        """Block until background extraction (``async_extraction=True``) is done."""
+        return self.store.wait_for_extraction(timeout)
+
+    def close(self) -> None:
+        """Close the database. Idempotent."""
+        self.store.close()
+
+    def __enter__(self) -> EmbeddedServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EmbeddedServer(db_path={self.db_path!r}, tenant_id={self.tenant_id!r})"
+
+
+def embedded(
+    db_path: str = ":memory:",
+    *,
+    api_key: str = DEV_API_KEY,
+    tenant_id: str = DEFAULT_TENANT,
+    api_keys: Mapping[str, str] | None = None,
+    eval_keys: Iterable[str] = (),
+    plans: Mapping[str, Plan] | None = None,
+    async_extraction: bool = False,
+    extractor: Extractor | None = None,
+) -> EmbeddedServer:
+    """Start a server in-process over ``db_path`` and return how to reach it.
+
+    ``api_key`` (default ``"ms_local_dev_key"``, the documented development key)
+    is a full key of ``tenant_id``; ``api_keys`` adds more full keys
+    (key -> tenant), ``eval_keys`` evaluation keys, ``plans`` quotas.
+
+    Example::
+
+        import asyncio
+        import httpx
+        from memorysync_local import embedded
+
+        async def main() -> None:
+            with embedded() as srv:
+                async with httpx.AsyncClient(
+                    transport=srv.transport, base_url=srv.base_url,
+                    headers={"X-API-Key": srv.api_key},
+                ) as client:
+                    answer = await client.post("/v1/memory/add_turn", json={
+                        "tenant_id": srv.tenant_id, "user_id": "u1",
+                        "text": "I live in Porto.", "source": "demo"})
+                    print(answer.json()["processing_status"])  # completed
+
+        asyncio.run(main())
+    """
+    keys = {api_key: tenant_id, **dict(api_keys or {})}
+    app = create_app(
+        db_path,
+        api_keys=keys,
+        eval_keys=eval_keys,
+        plans=plans,
+        async_extraction=async_extraction,
+        extractor=extractor,
+    )
+    return EmbeddedServer(app, api_key=api_key, tenant_id=tenant_id, db_path=db_path)

@@ -1,0 +1,201 @@
+"""Request bodies: what each route accepts, with the limits the contract sets.
+
+Unknown fields are refused everywhere (a typo is answered, not ignored), and
+strings that SQLite could not store (unpaired surrogates) are refused at the
+field that carries them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, model_validator
+
+from memorysync_local._timeutil import normalise_iso
+
+MAX_TEXT_CHARS = 16_000
+MAX_TURNS = 100
+MAX_FORGET_IDS = 100
+MAX_HISTORY_LIMIT = 5_000
+MAX_K = 100
+MAX_ID_CHARS = 512
+MAX_JSON_CHARS = 64_000
+MAX_INT = 2**63 - 1
+
+
+def _storable(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("contains an unpaired surrogate (not valid Unicode text)") from None
+    if "\x00" in value:
+        raise ValueError("contains a NUL character")
+    return value
+
+
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded.encode("utf-8")
+    except (ValueError, UnicodeEncodeError, RecursionError) as exc:
+        raise ValueError(
+            f"must be a JSON object of valid text ({exc.__class__.__name__})"
+        ) from None
+    if len(encoded) > MAX_JSON_CHARS:
+        raise ValueError(f"must serialise to at most {MAX_JSON_CHARS} characters")
+    return value
+
+
+def _iso(value: str) -> str:
+    try:
+        return normalise_iso(value)
+    except ValueError:
+        raise ValueError(f"must be an ISO 8601 date-time, got {value[:40]!r}") from None
+
+
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_storable)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_storable)]
+Short = Annotated[str, Field(max_length=MAX_ID_CHARS), AfterValidator(_storable)]
+IsoTime = Annotated[str, Field(max_length=64), AfterValidator(_iso)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_json_object)]
+MemoryId = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class AddTurnBody(_Body):
+    tenant_id: Name
+    user_id: Name
+    text: Text
+    source: Short = "api"
+    role: Literal["user", "assistant", "system", "tool"] | None = None
+    speaker: Short | None = None
+    occurred_at: IsoTime | None = None
+    metadata: JsonObject | None = None
+    sync_embed: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _text_not_blank(self) -> AddTurnBody:
+        if not self.text.strip():
+            raise ValueError("text must contain something other than whitespace")
+        return self
+
+
+class RecallBody(_Body):
+    tenant_id: Name
+    user_id: Name
+    prompt: Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_storable)]
+    k: Annotated[int, Field(ge=1, le=MAX_K, strict=True)] | None = None
+    types: list[Short] | None = None
+
+
+class ForgetFilters(_Body):
+    session_id: Name | None = None
+    source: Name | None = None
+    before: IsoTime | None = None
+    after: IsoTime | None = None
+
+
+class ForgetBody(_Body):
+    memory_ids: Annotated[list[MemoryId], Field(min_length=1, max_length=MAX_FORGET_IDS)] | None = (
+        None
+    )
+    filters: ForgetFilters | None = None
+    reason: Short | None = None
+    dry_run: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ForgetBody:
+        if (self.memory_ids is None) == (self.filters is None):
+            raise ValueError("send exactly one of memory_ids or filters")
+        if self.filters is not None and not self.filters.model_dump(exclude_none=True):
+            raise ValueError(
+                "filters needs at least one criterion: session_id, source, before, after"
+            )
+        if self.memory_ids is not None and self.dry_run:
+            raise ValueError("dry_run applies to filters only")
+        return self
+
+
+class AddMemoryBody(_Body):
+    text: Text
+    source: Short | None = None
+    tags: Annotated[list[Short], Field(max_length=100)] | None = None
+    importance: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    session_id: Name | None = None
+    metadata: JsonObject | None = None
+    client_ref: (
+        Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_storable)] | None
+    ) = None
+
+
+_ROLE_ALIASES = {"human": "user", "ai": "assistant"}
+_ROLES = frozenset({"user", "assistant", "system", "tool", "function", "developer"})
+
+
+def _role(value: str) -> str:
+    role = value.strip().lower()
+    role = _ROLE_ALIASES.get(role, role)
+    if role not in _ROLES:
+        raise ValueError(
+            f"must be one of user, assistant, system, tool, function, developer, human, ai; "
+            f"got {value[:40]!r}"
+        )
+    return role
+
+
+class HistoryTurn(_Body):
+    role: Annotated[str, Field(max_length=32), AfterValidator(_role)]
+    content: Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_storable)]
+    seq: Annotated[int, Field(ge=-MAX_INT, le=MAX_INT, strict=True)] | None = None
+    occurred_at: IsoTime | None = None
+    payload: Any = None
+    idempotency_key: Name | None = None
+
+    @model_validator(mode="after")
+    def _payload_is_json(self) -> HistoryTurn:
+        if self.payload is not None:
+            _json_object({"payload": self.payload})
+        return self
+
+
+class HistoryAppendBody(_Body):
+    tenant_id: Name
+    user_id: Name
+    session_id: Name
+    source: Short = "api"
+    turns: Annotated[list[HistoryTurn], Field(min_length=1, max_length=MAX_TURNS)]
+    extract: StrictBool = True
+    metadata: JsonObject | None = None
+
+
+class HistoryListBody(_Body):
+    tenant_id: Name
+    user_id: Name
+    session_id: Name
+    source: Short | None = None
+    limit: Annotated[int, Field(ge=0, le=MAX_HISTORY_LIMIT, strict=True)] = 0
+
+
+HistoryId = (
+    Annotated[str, Field(min_length=1, max_length=64)]
+    | Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
+)
+
+
+class HistoryDeleteBody(_Body):
+    tenant_id: Name
+    user_id: Name
+    session_id: Name | None = None
+    ids: Annotated[list[HistoryId], Field(min_length=1, max_length=MAX_FORGET_IDS)] | None = None
+    source: Short | None = None
+    delete_derived_facts: StrictBool = False
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> HistoryDeleteBody:
+        if (self.session_id is None) == (self.ids is None):
+            raise ValueError("send exactly one of session_id or ids")
+        return self

@@ -1,0 +1,174 @@
+"""The server on loopback: uvicorn in a background thread (tests, benchmarks)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+
+import uvicorn
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memorysync_local._app import DEV_API_KEY, create_app
+from memorysync_local._extract import Extractor
+from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._store import Store
+
+
+class _StartSignal:
+    """Answers uvicorn's lifespan and sets an event once the server is serving.
+
+    The app itself needs no lifespan; this wrapper only tells the starter that
+    the server is up, so nobody has to poll.
+    """
+
+    def __init__(self, app: ASGIApp, started: threading.Event) -> None:
+        self.app = app
+        self.started = started
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.started.set()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port=0``: a free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class ServedServer:
+    """memorysync-local served by uvicorn on loopback from a background thread.
+
+    ``base_url``, ``api_key``, ``tenant_id`` and ``db_path`` say how to reach it;
+    ``stop()`` (or leaving the ``with`` block) shuts it down and closes the database.
+    ``repr`` never shows the key.
+
+    Example::
+
+        from memorysync_local import serve_in_thread
+
+        with serve_in_thread("./demo.db") as srv:
+            print(srv.base_url)  # http://127.0.0.1:<free port>
+    """
+
+    def __init__(
+        self,
+        app: FastAPI,
+        *,
+        api_key: str,
+        tenant_id: str,
+        db_path: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.app = app
+        self.api_key = api_key
+        self.tenant_id = tenant_id
+        self.db_path = db_path
+        self._socket = bind_socket(host, port)
+        bound_host, bound_port = self._socket.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        self.base_url = f"http://{shown}:{bound_port}"
+        started = threading.Event()
+        config = uvicorn.Config(
+            _StartSignal(app, started), lifespan="on", log_level="warning", access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [self._socket]},
+            name="memorysync-local-uvicorn",
+            daemon=True,
+        )
+        self._thread.start()
+        if not started.wait(start_timeout):
+            self.stop()
+            raise RuntimeError(f"memorysync-local did not start within {start_timeout} s")
+
+    @property
+    def store(self) -> Store:
+        """The server's storage (for tests that wait on background extraction)."""
+        store: Store = self.app.state.store
+        return store
+
+    def wait_for_extraction(self, timeout: float | None = 10.0) -> bool:
+        """Block until background extraction (``async_extraction=True``) is done."""
+        return self.store.wait_for_extraction(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving, join the thread, close the socket and the database. Idempotent."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self._socket.close()
+        self.store.close()
+
+    def __enter__(self) -> ServedServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"ServedServer(base_url={self.base_url!r}, db_path={self.db_path!r})"
+
+
+def serve_in_thread(
+    db_path: str = "./memorysync.db",
+    *,
+    api_key: str = DEV_API_KEY,
+    tenant_id: str = DEFAULT_TENANT,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    api_keys: Mapping[str, str] | None = None,
+    eval_keys: Iterable[str] = (),
+    plans: Mapping[str, Plan] | None = None,
+    async_extraction: bool = False,
+    extractor: Extractor | None = None,
+) -> ServedServer:
+    """Serve memorysync-local on ``host:port`` (default: a free loopback port) in a thread.
+
+    Returns once the server accepts requests. Keys and plans as :func:`embedded`.
+    """
+    app = create_app(
+        db_path,
+        api_keys={api_key: tenant_id, **dict(api_keys or {})},
+        eval_keys=eval_keys,
+        plans=plans,
+        async_extraction=async_extraction,
+        extractor=extractor,
+    )
+    try:
+        return ServedServer(
+            app, api_key=api_key, tenant_id=tenant_id, db_path=db_path, host=host, port=port
+        )
+    except BaseException:
+        app.state.store.close()
+        raise

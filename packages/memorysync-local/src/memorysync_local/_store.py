@@ -1,0 +1,756 @@
+"""Every read and write the routes make, each in one SQLite transaction.
+
+Nothing here knows about HTTP: the routes validate input, call one method,
+and shape the answer. Rows are always filtered by (tenant_id, user_id), so no
+call reads or deletes another tenant's or another end user's rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memorysync_local._db import HISTORY_ID_BASE, Database
+from memorysync_local._extract import Extraction, Extractor, Fact
+from memorysync_local._plans import Caller
+from memorysync_local._search import (
+    HIGHLIGHT_CLOSE,
+    HIGHLIGHT_OPEN,
+    match_expression,
+    query_terms,
+    score,
+)
+from memorysync_local._timeutil import (
+    REPLAY_WINDOW,
+    month_key,
+    render,
+    seconds_until_next_month,
+    utc_now,
+)
+
+logger = logging.getLogger("memorysync_local")
+
+Meter = Literal["ok", "silent", "refused"]
+# Recall re-ranks the best BM25 candidates; this many at least, whatever k is.
+_MIN_CANDIDATES = 50
+
+
+class QuotaExceeded(Exception):
+    """An evaluation key is over its monthly limit (answered as a 429)."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"monthly add limit reached; retry after {retry_after} seconds")
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class FactContext:
+    """Where facts came from: copied onto every memory they become."""
+
+    tenant_id: str
+    user_id: str
+    source: str | None
+    session_id: str | None
+    metadata: Mapping[str, Any]
+    origin: str
+    request_id: str
+    history_id: int | None = None
+
+
+def new_request_id() -> str:
+    return f"req_{secrets.token_hex(12)}"
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def history_public_id(rowid: int) -> str:
+    return f"h_{HISTORY_ID_BASE + rowid}"
+
+
+def history_rowid(public: str | int) -> int | None:
+    """``h_1000000000001`` or ``1000000000001`` -> rowid 1; None when it cannot be ours."""
+    raw = public[2:] if isinstance(public, str) and public.startswith("h_") else public
+    try:
+        number = int(raw)
+    except (TypeError, ValueError):
+        return None
+    rowid = number - HISTORY_ID_BASE
+    return rowid if 0 < rowid < 2**63 else None
+
+
+def scalar_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The scalar values of client metadata (what is copied onto facts)."""
+    if not metadata:
+        return {}
+    return {
+        str(key): value
+        for key, value in metadata.items()
+        if isinstance(value, (str, int, float, bool)) and not isinstance(value, complex)
+    }
+
+
+class Store:
+    """The server's state: one :class:`Database` plus the extractor and its runner."""
+
+    def __init__(
+        self, db_path: str, extractor: Extractor, *, async_extraction: bool = False
+    ) -> None:
+        self.db = Database(db_path)
+        self.extractor = extractor
+        self.async_extraction = async_extraction
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending = 0
+        self._idle = threading.Condition()
+
+    # --- lifecycle -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish queued extractions, then close the database. Idempotent."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        self.db.close()
+
+    def wait_for_extraction(self, timeout: float | None = None) -> bool:
+        """Block until no background extraction is queued; False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    # --- plans -----------------------------------------------------------------
+
+    def _meter(self, conn: sqlite3.Connection, caller: Caller) -> Meter:
+        """Count one add; say whether it is within the plan."""
+        month = month_key(utc_now())
+        conn.execute(
+            "INSERT OR IGNORE INTO usage (key_id, month) VALUES (?, ?)", (caller.key_id, month)
+        )
+        plan = caller.plan
+        if plan is not None:
+            row = conn.execute(
+                "SELECT adds FROM usage WHERE key_id = ? AND month = ?", (caller.key_id, month)
+            ).fetchone()
+            if int(row["adds"]) >= plan.monthly_limit:
+                conn.execute(
+                    "UPDATE usage SET refused = refused + 1 WHERE key_id = ? AND month = ?",
+                    (caller.key_id, month),
+                )
+                return "silent" if plan.mode == "free" else "refused"
+        conn.execute(
+            "UPDATE usage SET adds = adds + 1 WHERE key_id = ? AND month = ?",
+            (caller.key_id, month),
+        )
+        return "ok"
+
+    def over_limit(self, caller: Caller) -> bool:
+        """True once an add was refused this month (reads then come back empty / 429)."""
+        if caller.plan is None:
+            return False
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT refused FROM usage WHERE key_id = ? AND month = ?",
+                (caller.key_id, month_key(utc_now())),
+            ).fetchone()
+        return bool(row and int(row["refused"]) > 0)
+
+    @staticmethod
+    def retry_after() -> int:
+        return seconds_until_next_month(utc_now())
+
+    def usage(self, caller: Caller) -> tuple[int, int]:
+        """(adds, refused) this month for a caller."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT adds, refused FROM usage WHERE key_id = ? AND month = ?",
+                (caller.key_id, month_key(utc_now())),
+            ).fetchone()
+        return (int(row["adds"]), int(row["refused"])) if row else (0, 0)
+
+    # --- facts -----------------------------------------------------------------
+
+    def _insert_facts(
+        self, conn: sqlite3.Connection, facts: Sequence[Fact], ctx: FactContext
+    ) -> list[int]:
+        created_at = render(utc_now())
+        metadata = dict(ctx.metadata)
+        if ctx.session_id is not None:
+            metadata["session_id"] = ctx.session_id
+        ids = []
+        for fact in facts:
+            cursor = conn.execute(
+                "INSERT INTO memories (tenant_id, user_id, text, kind, source, session_id, "
+                "metadata, origin, history_id, request_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    ctx.tenant_id,
+                    ctx.user_id,
+                    fact.text,
+                    fact.kind,
+                    ctx.source,
+                    ctx.session_id,
+                    json.dumps(metadata, ensure_ascii=False),
+                    ctx.origin,
+                    ctx.history_id,
+                    ctx.request_id,
+                    created_at,
+                ),
+            )
+            ids.append(int(cursor.lastrowid or 0))
+        return ids
+
+    def _schedule(self, text: str, ctx: FactContext) -> None:
+        """Extract later on the extraction thread (``async_extraction``)."""
+        with self._idle:
+            self._pending += 1
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="memorysync-extract")
+            executor = self._executor
+        executor.submit(self._extract_later, text, ctx)
+
+    def _extract_later(self, text: str, ctx: FactContext) -> None:
+        try:
+            extraction = self.extractor.extract(text)
+            if extraction.facts:
+                with self.db.write() as conn:
+                    self._insert_facts(conn, extraction.facts, ctx)
+        except Exception:
+            logger.exception("background extraction failed (request %s)", ctx.request_id)
+        finally:
+            with self._idle:
+                self._pending -= 1
+                self._idle.notify_all()
+
+    def _extract(self, text: str) -> Extraction:
+        try:
+            return self.extractor.extract(text)
+        except Exception:
+            logger.exception("the extractor failed; the turn stores nothing")
+            return Extraction()
+
+    # --- add_turn --------------------------------------------------------------
+
+    def add_turn(
+        self,
+        caller: Caller,
+        *,
+        user_id: str,
+        text: str,
+        role: str,
+        speaker: str | None,
+        occurred_at: str | None,
+        metadata: Mapping[str, Any] | None,
+        source: str,
+        replay_text: str | None = None,
+    ) -> dict[str, Any]:
+        """One turn to fact extraction: the ``add_turn`` answer (raises QuotaExceeded).
+
+        ``replay_text`` is the text as sent (before a role prefix was removed): the
+        replay rule compares what the client sent.
+        """
+        request_id = new_request_id()
+        tenant = caller.tenant_id
+        now = utc_now()
+        scalars = scalar_metadata(metadata)
+        session = scalars.get("session_id")
+        ctx = FactContext(
+            tenant_id=tenant,
+            user_id=user_id,
+            source=source,
+            session_id=session if isinstance(session, str) else None,
+            metadata={k: v for k, v in scalars.items() if k != "session_id"},
+            origin="add_turn",
+            request_id=request_id,
+        )
+        schedule = False
+        with self.db.write() as conn:
+            meter = self._meter(conn, caller)
+            if meter == "ok":
+                if role != "user":
+                    status = "skipped_non_user_turn"
+                else:
+                    key = (
+                        tenant,
+                        user_id,
+                        speaker or "",
+                        occurred_at or "",
+                        text_hash(replay_text if replay_text is not None else text),
+                    )
+                    replay = conn.execute(
+                        "SELECT request_id FROM turn_receipts WHERE tenant_id = ? AND user_id = ? "
+                        "AND speaker = ? AND occurred_at = ? AND text_hash = ? "
+                        "AND received_at >= ? LIMIT 1",
+                        (*key, render(now - REPLAY_WINDOW)),
+                    ).fetchone()
+                    if replay is not None:
+                        status = "skipped_replay"
+                    else:
+                        conn.execute(
+                            "INSERT INTO turn_receipts (tenant_id, user_id, speaker, occurred_at,"
+                            " text_hash, request_id, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (*key, request_id, render(now)),
+                        )
+                        status, schedule = self._extract_turn(conn, text, ctx)
+        if meter == "refused":
+            raise QuotaExceeded(self.retry_after())
+        if meter == "silent":
+            status = "skipped"
+        if schedule:
+            self._schedule(text, ctx)
+        processing = status == "distilling"
+        return {
+            "status": "processing" if processing else "ok",
+            "processing_status": status,
+            "request_id": request_id,
+            "memory_id": None,
+            "already_exists": status == "skipped_replay",
+        }
+
+    def _extract_turn(
+        self, conn: sqlite3.Connection, text: str, ctx: FactContext
+    ) -> tuple[str, bool]:
+        """Run (or schedule) extraction inside the write; (processing_status, schedule)."""
+        extraction = self._extract(text)
+        if extraction.low_value:
+            return "skipped_low_value", False
+        if self.async_extraction:
+            return "distilling", True
+        if not extraction.facts:
+            return "skipped_low_value", False
+        self._insert_facts(conn, extraction.facts, ctx)
+        return "completed", False
+
+    # --- /memory/add -----------------------------------------------------------
+
+    def add_memory(
+        self,
+        caller: Caller,
+        *,
+        user_id: str,
+        text: str,
+        source: str | None,
+        tags: Sequence[str] | None,
+        importance: float | None,
+        session_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        client_ref: str | None,
+    ) -> dict[str, Any]:
+        """Store the facts of an explicitly saved text; a memory object or a skipped answer."""
+        tenant = caller.tenant_id
+        scalars = scalar_metadata(metadata)
+        if session_id is None and isinstance(scalars.get("session_id"), str):
+            session_id = str(scalars["session_id"])
+        ctx = FactContext(
+            tenant_id=tenant,
+            user_id=user_id,
+            source=source,
+            session_id=session_id,
+            metadata={k: v for k, v in scalars.items() if k != "session_id"},
+            origin="add",
+            request_id=new_request_id(),
+        )
+        with self.db.write() as conn:
+            if client_ref is not None:
+                row = conn.execute(
+                    "SELECT memory_ids FROM client_refs WHERE tenant_id = ? AND user_id = ? "
+                    "AND client_ref = ?",
+                    (tenant, user_id, client_ref),
+                ).fetchone()
+                if row is not None:
+                    return _skipped("already_ingested", json.loads(row["memory_ids"]))
+            meter = self._meter(conn, caller)
+            ids: list[int] = []
+            if meter == "ok":
+                extraction = self._extract_explicit(text)
+                ids = self._insert_facts(conn, extraction.facts, ctx)
+                if tags is not None or importance is not None:
+                    conn.executemany(
+                        "UPDATE memories SET tags = ?, importance = ? WHERE id = ?",
+                        [(json.dumps(list(tags or [])), importance, i) for i in ids],
+                    )
+                if client_ref is not None:
+                    conn.execute(
+                        "INSERT INTO client_refs (tenant_id, user_id, client_ref, memory_ids) "
+                        "VALUES (?, ?, ?, ?)",
+                        (tenant, user_id, client_ref, json.dumps(ids)),
+                    )
+            rows = _fetch_memories(conn, ids)
+        if meter == "refused":
+            raise QuotaExceeded(self.retry_after())
+        if meter == "silent":
+            return _skipped("plan_limit_reached", [])
+        if not rows:
+            return _skipped("no_high_value_content", [])
+        first = memory_item(rows[0])
+        first["id"] = first["memory_id"]
+        first["memory_ids"] = ids
+        return first
+
+    def _extract_explicit(self, text: str) -> Extraction:
+        try:
+            return self.extractor.extract(text, explicit=True)
+        except Exception:
+            logger.exception("the extractor failed; the text stores nothing")
+            return Extraction()
+
+    # --- reads -----------------------------------------------------------------
+
+    def search(self, tenant: str, user_id: str, prompt: str, k: int) -> list[dict[str, Any]]:
+        """BM25 over the user's memories, ties broken by recency; recall items."""
+        terms = query_terms(prompt)
+        expression = match_expression(terms)
+        if expression is None:
+            return []
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT m.*, bm25(memories_fts) AS rank, "
+                "highlight(memories_fts, 0, ?, ?) AS marked FROM memories_fts "
+                "JOIN memories AS m ON m.id = memories_fts.rowid "
+                "WHERE memories_fts MATCH ? AND m.tenant_id = ? AND m.user_id = ? "
+                "ORDER BY rank ASC, m.created_at DESC, m.id DESC LIMIT ?",
+                (
+                    HIGHLIGHT_OPEN,
+                    HIGHLIGHT_CLOSE,
+                    expression,
+                    tenant,
+                    user_id,
+                    max(4 * k, _MIN_CANDIDATES),
+                ),
+            ).fetchall()
+        items = []
+        for row in rows:
+            item = memory_item(row)
+            item["value"] = item["text"]
+            item["score"] = score(float(row["rank"]), str(row["marked"]), len(terms))
+            items.append(item)
+        # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
+        items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)
+        items.sort(key=lambda i: i["score"], reverse=True)
+        return items[:k]
+
+    def list_memories(
+        self, tenant: str, user_id: str, limit: int, offset: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Newest first; ``limit=0`` means all."""
+        with self.db.connection() as conn:
+            total = int(
+                conn.execute(
+                    "SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND user_id = ?",
+                    (tenant, user_id),
+                ).fetchone()[0]
+            )
+            rows = conn.execute(
+                "SELECT * FROM memories WHERE tenant_id = ? AND user_id = ? "
+                "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                (tenant, user_id, limit if limit > 0 else -1, offset),
+            ).fetchall()
+        return [memory_item(row) for row in rows], total
+
+    def memory_status(self, tenant: str, memory_id: int) -> dict[str, Any] | None:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT id FROM memories WHERE id = ? AND tenant_id = ?", (memory_id, tenant)
+            ).fetchone()
+        return None if row is None else {"memory_id": memory_id, "status": "ready"}
+
+    def memory_count(self, tenant: str) -> int:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM memories WHERE tenant_id = ?", (tenant,)
+            ).fetchone()
+        return int(row[0])
+
+    def created_at(self) -> str:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'created_at'").fetchone()
+        return str(row[0])
+
+    # --- forget ----------------------------------------------------------------
+
+    def forget(
+        self,
+        tenant: str,
+        user_id: str,
+        *,
+        memory_ids: Sequence[int] | None,
+        filters: Mapping[str, str] | None,
+        dry_run: bool,
+    ) -> list[int]:
+        """Delete (or, dry run, list) the end user's matching memories; their ids."""
+        clauses = ["tenant_id = ?", "user_id = ?"]
+        params: list[Any] = [tenant, user_id]
+        if memory_ids is not None:
+            clauses.append(f"id IN ({', '.join('?' * len(memory_ids))})")
+            params.extend(memory_ids)
+        else:
+            for name, clause in (
+                ("session_id", "session_id = ?"),
+                ("source", "source = ?"),
+                ("before", "created_at < ?"),
+                ("after", "created_at > ?"),
+            ):
+                if filters and filters.get(name) is not None:
+                    clauses.append(clause)
+                    params.append(filters[name])
+        where = " AND ".join(clauses)
+        with self.db.write() as conn:
+            ids = [
+                int(row[0])
+                for row in conn.execute(
+                    f"SELECT id FROM memories WHERE {where} ORDER BY id", params
+                ).fetchall()
+            ]
+            if ids and not dry_run:
+                conn.execute(f"DELETE FROM memories WHERE {where}", params)
+        return ids
+
+    # --- history ---------------------------------------------------------------
+
+    def append_history(
+        self,
+        caller: Caller,
+        *,
+        user_id: str,
+        session_id: str,
+        source: str,
+        turns: Sequence[Mapping[str, Any]],
+        extract: bool,
+        metadata: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Store turns verbatim (idempotently); send new user turns to extraction."""
+        tenant = caller.tenant_id
+        scalars = {k: v for k, v in scalar_metadata(metadata).items() if k != "session_id"}
+        scheduled: list[tuple[str, FactContext]] = []
+        request_ids: list[str] = []
+        with self.db.write() as conn:
+            existing = [self._find_turn(conn, tenant, user_id, session_id, t) for t in turns]
+            if all(row is not None for row in existing):
+                return {
+                    "items": [history_item(row, created=False) for row in existing if row],
+                    "request_ids": [],
+                    "status": "ok",
+                }
+            meter = self._meter(conn, caller)
+            items: list[dict[str, Any]] = []
+            if meter == "ok":
+                created_at = render(utc_now())
+                for turn in turns:
+                    row = self._find_turn(conn, tenant, user_id, session_id, turn)
+                    if row is not None:
+                        items.append(history_item(row, created=False))
+                        continue
+                    row = self._insert_turn(
+                        conn, tenant, user_id, session_id, source, turn, created_at
+                    )
+                    items.append(history_item(row, created=True))
+                    if extract and row["role"] == "user" and row["content"].strip():
+                        ctx = FactContext(
+                            tenant_id=tenant,
+                            user_id=user_id,
+                            source=source,
+                            session_id=session_id,
+                            metadata=scalars,
+                            origin="history",
+                            request_id=new_request_id(),
+                            history_id=int(row["id"]),
+                        )
+                        request_ids.append(ctx.request_id)
+                        if self.async_extraction:
+                            scheduled.append((str(row["content"]), ctx))
+                        else:
+                            facts = self._extract(str(row["content"])).facts
+                            self._insert_facts(conn, facts, ctx)
+        if meter == "refused":
+            raise QuotaExceeded(self.retry_after())
+        if meter == "silent":
+            return {"items": [], "request_ids": [], "status": "skipped"}
+        for text, ctx in scheduled:
+            self._schedule(text, ctx)
+        return {"items": items, "request_ids": request_ids, "status": "ok"}
+
+    @staticmethod
+    def _find_turn(
+        conn: sqlite3.Connection,
+        tenant: str,
+        user_id: str,
+        session_id: str,
+        turn: Mapping[str, Any],
+    ) -> sqlite3.Row | None:
+        scope = (tenant, user_id, session_id)
+        if turn.get("idempotency_key") is not None:
+            row: sqlite3.Row | None = conn.execute(
+                "SELECT * FROM history WHERE tenant_id = ? AND user_id = ? AND session_id = ? "
+                "AND idempotency_key = ?",
+                (*scope, turn["idempotency_key"]),
+            ).fetchone()
+            return row
+        if turn.get("seq") is not None:
+            row = conn.execute(
+                "SELECT * FROM history WHERE tenant_id = ? AND user_id = ? AND session_id = ? "
+                "AND idempotency_key IS NULL AND seq = ? AND role = ? AND content_hash = ?",
+                (*scope, turn["seq"], turn["role"], text_hash(turn["content"])),
+            ).fetchone()
+            return row
+        return None
+
+    @staticmethod
+    def _insert_turn(
+        conn: sqlite3.Connection,
+        tenant: str,
+        user_id: str,
+        session_id: str,
+        source: str,
+        turn: Mapping[str, Any],
+        created_at: str,
+    ) -> sqlite3.Row:
+        payload = turn.get("payload")
+        cursor = conn.execute(
+            "INSERT INTO history (tenant_id, user_id, session_id, source, role, content, "
+            "content_hash, seq, occurred_at, payload, idempotency_key, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tenant,
+                user_id,
+                session_id,
+                source,
+                turn["role"],
+                turn["content"],
+                text_hash(turn["content"]),
+                turn.get("seq"),
+                turn.get("occurred_at"),
+                None if payload is None else json.dumps(payload, ensure_ascii=False),
+                turn.get("idempotency_key"),
+                created_at,
+            ),
+        )
+        row: sqlite3.Row = conn.execute(
+            "SELECT * FROM history WHERE id = ?", (cursor.lastrowid,)
+        ).fetchone()
+        return row
+
+    def list_history(
+        self, tenant: str, user_id: str, session_id: str, source: str | None, limit: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Oldest first (by seq when present, then arrival); ``limit`` keeps the latest N."""
+        where = "tenant_id = ? AND user_id = ? AND session_id = ?"
+        params: list[Any] = [tenant, user_id, session_id]
+        if source is not None:
+            where += " AND source = ?"
+            params.append(source)
+        order = "COALESCE(seq, 9223372036854775807), id"
+        with self.db.connection() as conn:
+            total = int(
+                conn.execute(f"SELECT COUNT(*) FROM history WHERE {where}", params).fetchone()[0]
+            )
+            rows = conn.execute(
+                f"SELECT * FROM history WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+                (*params, -1, max(0, total - limit) if limit > 0 else 0),
+            ).fetchall()
+        return [history_item(row) for row in rows], total
+
+    def delete_history(
+        self,
+        tenant: str,
+        user_id: str,
+        *,
+        session_id: str | None,
+        ids: Sequence[str | int] | None,
+        source: str | None,
+        delete_derived_facts: bool,
+    ) -> dict[str, list[str]]:
+        """Delete turns by session or ids (and, optionally, the facts drawn from them)."""
+        where = "tenant_id = ? AND user_id = ?"
+        params: list[Any] = [tenant, user_id]
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        else:
+            rowids = [r for r in (history_rowid(i) for i in ids or ()) if r is not None]
+            if not rowids:
+                return {"deleted_ids": [], "deleted_fact_ids": []}
+            where += f" AND id IN ({', '.join('?' * len(rowids))})"
+            params.extend(rowids)
+        if source is not None:
+            where += " AND source = ?"
+            params.append(source)
+        with self.db.write() as conn:
+            turn_ids = [
+                int(r[0])
+                for r in conn.execute(f"SELECT id FROM history WHERE {where} ORDER BY id", params)
+            ]
+            fact_ids: list[int] = []
+            if turn_ids:
+                marks = ", ".join("?" * len(turn_ids))
+                if delete_derived_facts:
+                    fact_ids = [
+                        int(r[0])
+                        for r in conn.execute(
+                            f"SELECT id FROM memories WHERE tenant_id = ? AND user_id = ? "
+                            f"AND history_id IN ({marks}) ORDER BY id",
+                            (tenant, user_id, *turn_ids),
+                        )
+                    ]
+                    conn.execute(
+                        f"DELETE FROM memories WHERE tenant_id = ? AND user_id = ? "
+                        f"AND history_id IN ({marks})",
+                        (tenant, user_id, *turn_ids),
+                    )
+                conn.execute(f"DELETE FROM history WHERE id IN ({marks})", turn_ids)
+        return {
+            "deleted_ids": [history_public_id(i) for i in turn_ids],
+            "deleted_fact_ids": [f"m_{i}" for i in fact_ids],
+        }
+
+
+def _skipped(reason: str, ids: list[int]) -> dict[str, Any]:
+    return {"status": "skipped", "reason": reason, "memory_ids": ids}
+
+
+def _fetch_memories(conn: sqlite3.Connection, ids: Sequence[int]) -> list[sqlite3.Row]:
+    if not ids:
+        return []
+    marks = ", ".join("?" * len(ids))
+    return conn.execute(
+        f"SELECT * FROM memories WHERE id IN ({marks}) ORDER BY id", list(ids)
+    ).fetchall()
+
+
+def memory_item(row: sqlite3.Row) -> dict[str, Any]:
+    """A memory as the list route answers it (production metadata shape)."""
+    item: dict[str, Any] = {
+        "memory_id": int(row["id"]),
+        "text": row["text"],
+        "kind": row["kind"],
+        "source": row["source"],
+        "created_at": row["created_at"],
+        "metadata": {"metadata": json.loads(row["metadata"])},
+    }
+    if row["tags"] is not None:
+        item["tags"] = json.loads(row["tags"])
+    if row["importance"] is not None:
+        item["importance"] = row["importance"]
+    return item
+
+
+def history_item(row: sqlite3.Row, *, created: bool | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": history_public_id(int(row["id"])),
+        "session_id": row["session_id"],
+        "role": row["role"],
+        "content": row["content"],
+        "seq": row["seq"],
+        "occurred_at": row["occurred_at"],
+        "payload": None if row["payload"] is None else json.loads(row["payload"]),
+        "source": row["source"],
+        "created_at": row["created_at"],
+    }
+    if created is not None:
+        item["created"] = created
+    return item

@@ -1,0 +1,194 @@
+"""Recalled memories reach the model's input, and nothing else, within the budget."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+from autogen import UserProxyAgent
+from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
+
+from shared.fake_server import Fault
+
+TEMPLATE_HEAD = DEFAULT_CONTEXT_TEMPLATE.split("\n")[0]
+
+
+def _user(**kwargs: Any) -> UserProxyAgent:
+    kwargs.setdefault("human_input_mode", "NEVER")
+    kwargs.setdefault("code_execution_config", False)
+    return UserProxyAgent("user", **kwargs)
+
+
+def _recall_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        r for r in caplog.records if r.name == "memorysync.recall" and r.levelno == logging.WARNING
+    ]
+
+
+def test_a_second_session_recalls_the_first_sessions_facts_into_the_model_input(
+    fake_server, make_capability, kit
+):
+    first = make_capability(fake_server.base_url, session_id="monday")
+    assistant = kit.model_agent("assistant")
+    first.add_to_agent(assistant)
+    with kit.scripted_model(assistant, ["Noted."]):
+        _user().initiate_chat(
+            assistant, message="I am allergic to peanuts.", max_turns=1, silent=True
+        )
+    assert first.flush() == 0
+
+    second = make_capability(fake_server.base_url, session_id="tuesday")
+    assistant2 = kit.model_agent("assistant")
+    second.add_to_agent(assistant2)
+    with kit.scripted_model(assistant2, ["Try fruit."]) as inputs:
+        _user().initiate_chat(assistant2, message="Suggest a snack for me.", max_turns=1,
+                              silent=True)
+
+    shown = inputs.last_user_text()
+    assert shown.startswith(TEMPLATE_HEAD)
+    assert "- I am allergic to peanuts." in shown
+    assert shown.endswith("Suggest a snack for me.")
+
+
+def test_the_stored_conversation_never_contains_the_template(fake_server, make_capability, kit):
+    fake_server.seed_memory("alice", "Lives in Lisbon")
+    memory = make_capability(fake_server.base_url)
+    assistant = kit.model_agent("assistant")
+    user = _user(max_consecutive_auto_reply=1, default_auto_reply="And the weather there?")
+    memory.add_to_agent(assistant)
+    memory.add_to_agent(user)
+    replies = ["Lisbon it is.", "Sunny.", "Draft one.", "Draft two."]
+    with kit.scripted_model(assistant, replies) as inputs:
+        user.initiate_chat(assistant, message="Where do I live again?", silent=True)
+        user.send("Any museums nearby?", assistant, request_reply=False, silent=True)
+        # Regenerating a reply from the stored chat shows the block once, not twice.
+        assistant.generate_reply(sender=user)
+        assistant.generate_reply(sender=user)
+    assert memory.flush() == 0
+
+    # The model saw the block on every call, once each time...
+    assert len(inputs.calls) == 4
+    for call in inputs.calls:
+        assert sum(str(m.get("content")).count(TEMPLATE_HEAD) for m in call) == 1
+    # ...while the stored chat (both sides) and the transcript never did.
+    for agent, partner in ((assistant, user), (user, assistant)):
+        assert all(TEMPLATE_HEAD not in str(m["content"]) for m in agent.chat_messages[partner])
+    assert all(TEMPLATE_HEAD not in str(t["content"]) for t in fake_server.history)
+    assert [t["content"] for t in fake_server.history] == [
+        "Where do I live again?",
+        "Lisbon it is.",
+        "And the weather there?",
+        "Sunny.",
+        "Any museums nearby?",
+    ]
+
+
+def test_short_messages_trigger_no_recall(fake_server, make_capability, kit):
+    fake_server.seed_memory("alice", "Lives in Lisbon")
+    memory = make_capability(fake_server.base_url, min_prompt_chars=8)
+    assistant = kit.model_agent("assistant")
+    memory.add_to_agent(assistant)
+    with kit.scripted_model(assistant, ["Hi!"]) as inputs:
+        _user().initiate_chat(assistant, message="hi", max_turns=1, silent=True)
+
+    assert inputs.last_user_text() == "hi"
+    assert fake_server.requests_to("/v1/memory/recall") == []
+
+
+def test_person_agents_get_no_recall(fake_server, make_capability, kit):
+    memory = make_capability(fake_server.base_url)
+    assistant = kit.scripted_agent("assistant", ["Tell me more about your plans."])
+    person = _user(max_consecutive_auto_reply=1, default_auto_reply="That's all.")
+    memory.add_to_agent(person)
+    person.initiate_chat(assistant, message="I want to visit Porto.", max_turns=2, silent=True)
+    assert fake_server.requests_to("/v1/memory/recall") == []
+
+
+def test_recall_against_a_server_that_never_answers_stays_within_budget(
+    fake_server, make_capability, kit, caplog
+):
+    fake_server.set_default("/v1/memory/recall", Fault.hang())
+    memory = make_capability(fake_server.base_url, recall_timeout=0.5, tenant_id="t")
+    assistant = kit.model_agent("assistant")
+    memory.add_to_agent(assistant)
+
+    with kit.scripted_model(assistant, ["Fine.", "Still fine."]) as inputs:
+        started = time.monotonic()
+        assistant.generate_reply(
+            messages=[{"role": "user", "content": "What do you know about me?", "name": "u"}],
+            sender=None,
+        )
+        first = time.monotonic() - started
+        started = time.monotonic()
+        assistant.generate_reply(
+            messages=[{"role": "user", "content": "Anything at all about me?", "name": "u"}],
+            sender=None,
+        )
+        second = time.monotonic() - started
+
+    assert first < 0.5 + 0.4  # the first call included (no warm connection)
+    assert second < 0.5 + 0.4
+    assert all(TEMPLATE_HEAD not in inputs.last_user_text(i) for i in (0, 1))
+    assert len(_recall_warnings(caplog)) == 2  # one per turn
+
+
+def test_tenant_resolution_that_hangs_is_inside_the_budget(fake_server, make_capability, kit):
+    fake_server.set_default("/org/projects", Fault.hang())
+    memory = make_capability(fake_server.base_url, recall_timeout=0.4)
+    assistant = kit.model_agent("assistant")
+    memory.add_to_agent(assistant)
+    with kit.scripted_model(assistant, ["Fine."]) as inputs:
+        started = time.monotonic()
+        assistant.generate_reply(
+            messages=[{"role": "user", "content": "Where do I live again?"}], sender=None
+        )
+        elapsed = time.monotonic() - started
+    assert elapsed < 0.4 + 0.4
+    assert inputs.last_user_text() == "Where do I live again?"
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault.status(503), Fault.reset(), Fault.rate_limited(retry_after=3)],
+    ids=["server-error", "connection-reset", "evaluation-quota-429"],
+)
+def test_outages_and_a_429_mean_no_memories_this_turn_and_one_warning(
+    fake_server, make_capability, kit, caplog, fault
+):
+    fake_server.seed_memory("alice", "Lives in Lisbon")
+    fake_server.set_default("/v1/memory/recall", fault)
+    memory = make_capability(fake_server.base_url, tenant_id="t")
+    assistant = kit.model_agent("assistant")
+    memory.add_to_agent(assistant)
+    with kit.scripted_model(assistant, ["Hello."]) as inputs:
+        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1,
+                              silent=True)
+    assert memory.flush() == 0
+
+    assert inputs.last_user_text() == "Where do I live again?"
+    assert len(_recall_warnings(caplog)) == 1
+    # The chat itself was still captured.
+    assert [t["content"] for t in fake_server.history] == ["Where do I live again?", "Hello."]
+
+
+def test_free_tier_quota_silence_brings_nothing_back_without_a_warning(
+    fake_server, make_capability, kit, caplog
+):
+    fake_server.set_default("/v1/memory/recall", Fault.json({"context": "", "memories": []}))
+    fake_server.set_default(
+        "/v1/history/append",
+        Fault.json({"items": [], "request_ids": [], "status": "skipped"}),
+    )
+    memory = make_capability(fake_server.base_url, tenant_id="t")
+    assistant = kit.model_agent("assistant")
+    memory.add_to_agent(assistant)
+    with kit.scripted_model(assistant, ["Hello."]) as inputs:
+        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1,
+                              silent=True)
+
+    assert memory.flush() == 0  # accepted (and silently not stored) counts as delivered
+    assert inputs.last_user_text() == "Where do I live again?"
+    assert _recall_warnings(caplog) == []
+    assert len(fake_server.requests_to("/v1/history/append")) >= 1

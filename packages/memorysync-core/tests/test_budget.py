@@ -168,7 +168,9 @@ async def test_the_callers_cancellation_propagates(
 async def test_user_memory_recall_uses_its_budget_and_top_k(fake_server: FakeServer) -> None:
     fake_server.set_default("/v1/memory/recall", Fault.hang())
     api = MemorySyncAPI(API_KEY, base_url=fake_server.base_url, tenant_id="t")
-    memory = UserMemory(api, user_id="u", session_id="s", surface="ag2", top_k=2, recall_timeout=0.2)
+    memory = UserMemory(
+        api, user_id="u", session_id="s", surface="ag2", top_k=2, recall_timeout=0.2
+    )
     loop = asyncio.get_running_loop()
     started = loop.time()
     assert await memory.recall("hello") is RecallResult.EMPTY

@@ -97,7 +97,10 @@ def test_bad_renderer_settings_name_the_parameter(kwargs: dict[str, object], nam
 @pytest.mark.parametrize(
     ("item", "expected"),
     [
-        ({"memory_id": 12, "value": "Lives in Lisbon", "score": 0.83}, (12, "Lives in Lisbon", 0.83)),
+        (
+            {"memory_id": 12, "value": "Lives in Lisbon", "score": 0.83},
+            (12, "Lives in Lisbon", 0.83),
+        ),
         ({"id": "m_3", "text": "Cat", "score": 1}, ("m_3", "Cat", 1.0)),
         ({"raw_text": "Raw", "score": "high"}, (None, "Raw", None)),
         ({"memory_id": True, "value": "x", "score": True}, (None, "x", None)),

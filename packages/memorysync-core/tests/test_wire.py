@@ -124,7 +124,9 @@ async def test_add_turn_omits_absent_optional_fields_and_takes_a_source(
     }
 
 
-async def test_recall_posts_prompt_k_and_types(mock: respx.MockRouter, client: MemorySyncAPI) -> None:
+async def test_recall_posts_prompt_k_and_types(
+    mock: respx.MockRouter, client: MemorySyncAPI
+) -> None:
     route = mock.post("/v1/memory/recall").respond(200, json={"context": "", "memories": []})
     await client.recall(user_id="u", prompt="where?", k=3, types=["fact"])
     request = only_request(route)
@@ -251,7 +253,12 @@ async def test_append_history_posts_turns_source_and_extract(
     route = mock.post("/v1/history/append").respond(200, json={"items": [], "status": "ok"})
     turns = [{"role": "user", "content": "hi", "idempotency_key": "k1"}]
     await client.append_history(
-        user_id="u", session_id="ag2::s", turns=turns, source="ag2", extract=False, metadata={"a": 1}
+        user_id="u",
+        session_id="ag2::s",
+        turns=turns,
+        source="ag2",
+        extract=False,
+        metadata={"a": 1},
     )
     request = only_request(route)
     assert_headers(request, end_user=None)
@@ -379,7 +386,9 @@ async def test_each_status_class_maps_to_its_typed_error(
     assert error.status_code == status
     assert error.request_id == "req_42"
     assert str(error) == f"POST /v1/memory/query -> {status}: nope"
-    assert repr(error).startswith(f"{error_type.__name__}(status_code={status}, request_id='req_42'")
+    assert repr(error).startswith(
+        f"{error_type.__name__}(status_code={status}, request_id='req_42'"
+    )
 
 
 @pytest.mark.parametrize(
@@ -444,7 +453,9 @@ async def test_a_2xx_that_is_not_json_or_has_the_wrong_shape_is_a_format_error(
 ) -> None:
     mock.post("/v1/memory/query").mock(
         side_effect=[
-            httpx.Response(200, content=b'{"memories": [', headers={"content-type": "application/json"}),
+            httpx.Response(
+                200, content=b'{"memories": [', headers={"content-type": "application/json"}
+            ),
             httpx.Response(200, json=["not", "an", "object"]),
         ]
     )

@@ -1,0 +1,264 @@
+"""Retries and the delivery queue: same keys on every attempt, one write per turn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+import pytest
+
+from memorysync_core import (
+    APIConnectionError,
+    AuthError,
+    CapturedTurn,
+    DeliveryQueue,
+    MemorySyncAPI,
+    NotFoundError,
+    RateLimitError,
+    ResponseFormatError,
+    RetryPolicy,
+    ServerError,
+    UserMemory,
+    ValidationError,
+    call_with_retries,
+)
+from shared.fake_server import FakeServer, Fault
+
+from .conftest import API_KEY, FAST_RETRY
+
+APPEND = "/v1/history/append"
+
+
+def make_memory(fake_server: FakeServer, retry: RetryPolicy = FAST_RETRY) -> UserMemory:
+    api = MemorySyncAPI(API_KEY, base_url=fake_server.base_url, tenant_id="t", source="ag2")
+    return UserMemory(api, user_id="u", session_id="s", surface="ag2", retry=retry)
+
+
+def queue_for(memory: UserMemory, **kwargs: object) -> DeliveryQueue:
+    async def deliver(turns: Sequence[CapturedTurn]) -> None:
+        # One attempt per call: the queue owns the retrying.
+        await memory.api.append_history(
+            user_id=memory.user_id,
+            session_id=memory.scope,
+            turns=[t.history_item() for t in turns],
+            source=memory.surface,
+        )
+
+    kwargs.setdefault("policy", FAST_RETRY)
+    return DeliveryQueue(deliver, **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- policy
+
+
+def test_the_policy_retries_transient_failures_only() -> None:
+    policy = RetryPolicy()
+    assert policy.is_retryable(APIConnectionError("x"))
+    assert policy.is_retryable(ServerError("x", status_code=503))
+    assert policy.is_retryable(RateLimitError("x"))
+    for error in (
+        ValidationError("x", status_code=422),
+        AuthError("x", status_code=401),
+        NotFoundError("x", status_code=404),
+        ResponseFormatError("x"),
+        ValueError("x"),
+    ):
+        assert not policy.is_retryable(error)
+
+
+def test_backoff_grows_is_capped_and_honours_retry_after_up_to_its_cap() -> None:
+    policy = RetryPolicy(base_delay=0.25, max_delay=8.0, max_retry_after=30.0, jitter=0.0)
+    error = ServerError("x", status_code=500)
+    assert [policy.delay(n, error) for n in (1, 2, 3, 4, 10)] == [0.25, 0.5, 1.0, 2.0, 8.0]
+    assert policy.delay(1, RateLimitError("x", retry_after=12.0)) == 12.0
+    assert policy.delay(1, RateLimitError("x", retry_after=3600.0)) == 30.0
+    jittered = RetryPolicy(base_delay=1.0, jitter=0.25)
+    assert all(0.75 <= jittered.delay(1, error) <= 1.25 for _ in range(50))
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"attempts": 0}, {"base_delay": -1}, {"jitter": 2}, {"max_delay": float("nan")}]
+)
+def test_bad_policies_are_refused(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+async def test_call_with_retries_stops_after_the_attempts_and_raises_the_last_error() -> None:
+    calls = 0
+
+    async def failing() -> None:
+        nonlocal calls
+        calls += 1
+        raise ServerError(f"fail {calls}", status_code=503)
+
+    with pytest.raises(ServerError, match="fail 3"):
+        await call_with_retries(failing, FAST_RETRY)
+    assert calls == 3
+
+
+async def test_call_with_retries_never_retries_a_validation_error() -> None:
+    calls = 0
+
+    async def refused() -> None:
+        nonlocal calls
+        calls += 1
+        raise ValidationError("bad", status_code=422)
+
+    with pytest.raises(ValidationError):
+        await call_with_retries(refused, FAST_RETRY, attempts=5)
+    assert calls == 1
+
+
+async def test_explicit_record_turns_retries_with_the_same_keys(fake_server: FakeServer) -> None:
+    fake_server.script(APPEND, [Fault.status(503), Fault.reset()])
+    memory = make_memory(fake_server)
+    turns = [memory.capture("user", "I live in Lisbon."), memory.capture("assistant", "Noted.")]
+    answer = await memory.record_turns(turns)
+    assert [item["created"] for item in answer["items"]] == [True, True]
+    bodies = [r.json for r in fake_server.requests_to(APPEND)]
+    assert len(bodies) == 3
+    assert bodies[0] == bodies[1] == bodies[2]
+    assert [t["idempotency_key"] for t in bodies[0]["turns"]] == [t.idempotency_key for t in turns]
+    assert len(fake_server.accepted_turns) == 2
+    await memory.aclose()
+
+
+async def test_a_retry_after_the_write_landed_is_not_a_second_row(fake_server: FakeServer) -> None:
+    # The first attempt is stored but its answer is lost: the resend is recognised.
+    memory = make_memory(fake_server)
+    turn = memory.capture("user", "I live in Lisbon.")
+    await memory.record_turns([turn])
+    again = await memory.record_turns([turn])
+    assert again["items"][0]["created"] is False
+    assert len(fake_server.accepted_turns) == 1
+    repeat = await memory.record_turns([memory.capture("user", "I live in Lisbon.")])
+    assert repeat["items"][0]["created"] is True
+    await memory.aclose()
+
+
+# ---------------------------------------------------------------------------- queue
+
+
+async def test_the_queue_delivers_each_turn_once_through_failures(fake_server: FakeServer) -> None:
+    fake_server.script(APPEND, [Fault.status(503), Fault.rate_limited(0), Fault.close()])
+    memory = make_memory(fake_server)
+    queue = queue_for(memory)
+    turns = [memory.capture("user", f"fact {i}") for i in range(3)]
+    assert all([queue.submit(turn) for turn in turns])
+    assert await queue.flush(timeout=10) == 0
+    attempts = fake_server.requests_to(APPEND)
+    assert len(attempts) == 4
+    keys = [[t["idempotency_key"] for t in r.json["turns"]] for r in attempts]
+    assert keys == [[t.idempotency_key for t in turns]] * 4
+    assert [t["content"] for t in fake_server.accepted_turns] == ["fact 0", "fact 1", "fact 2"]
+    assert queue.pending == 0
+    assert await queue.aclose() == 0
+    await memory.aclose()
+
+
+async def test_the_queue_batches_in_order_at_most_max_batch(fake_server: FakeServer) -> None:
+    memory = make_memory(fake_server)
+    queue = queue_for(memory, max_batch=2)
+    turns = [memory.capture("user", f"t{i}") for i in range(5)]
+    for turn in turns:
+        queue.submit(turn)
+    assert await queue.flush(timeout=10) == 0
+    sizes = [len(r.json["turns"]) for r in fake_server.requests_to(APPEND)]
+    assert all(size <= 2 for size in sizes)
+    assert sum(sizes) == 5
+    assert [t["content"] for t in fake_server.accepted_turns] == [f"t{i}" for i in range(5)]
+    await queue.aclose()
+    await memory.aclose()
+
+
+async def test_a_422_drops_the_batch_without_retrying(
+    fake_server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_server.script(APPEND, [Fault.status(422)])
+    memory = make_memory(fake_server)
+    queue = queue_for(memory)
+    queue.submit(memory.capture("user", "my secret sentence"))
+    with caplog.at_level(logging.DEBUG, logger="memorysync.delivery"):
+        assert await queue.flush(timeout=10) == 0
+    assert len(fake_server.requests_to(APPEND)) == 1
+    assert queue.dropped == 1
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "dropped 1 turns" in errors[0].getMessage()
+    assert "422" in errors[0].getMessage()
+    assert "my secret sentence" not in caplog.text
+    await queue.aclose()
+    await memory.aclose()
+
+
+async def test_flush_reports_the_undelivered_turns_while_the_server_stays_down(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.set_default(APPEND, Fault.status(503))
+    memory = make_memory(fake_server)
+    queue = queue_for(memory, policy=RetryPolicy(base_delay=0.01, max_delay=0.01, jitter=0))
+    for i in range(3):
+        queue.submit(memory.capture("user", f"t{i}"))
+    await fake_server.wait_for_requests_async(3, APPEND)
+    assert await queue.flush(timeout=0.05) == 3
+    assert queue.pending == 3
+    fake_server.set_default(APPEND, None)
+    assert await queue.flush(timeout=10) == 0
+    assert len(fake_server.accepted_turns) == 3
+    await queue.aclose()
+    await memory.aclose()
+
+
+async def test_aclose_returns_the_undelivered_count_and_stops_the_worker(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.set_default(APPEND, Fault.status(500))
+    memory = make_memory(fake_server)
+    queue = queue_for(memory, policy=RetryPolicy(base_delay=0.01, max_delay=0.01, jitter=0))
+    queue.submit(memory.capture("user", "t"))
+    await fake_server.wait_for_requests_async(1, APPEND)
+    assert await queue.aclose(timeout=0.05) == 1
+    assert queue.submit(memory.capture("user", "late")) is False
+    await memory.aclose()
+
+
+async def test_overflow_is_refused_and_logged(
+    fake_server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = make_memory(fake_server)
+    queue = queue_for(memory, max_pending=2)
+    with caplog.at_level(logging.WARNING, logger="memorysync.delivery"):
+        accepted = [queue.submit(memory.capture("user", f"t{i}")) for i in range(3)]
+    assert accepted == [True, True, False]
+    assert queue.dropped == 1
+    assert any("queue full" in r.getMessage() for r in caplog.records)
+    assert await queue.flush(timeout=10) == 0
+    assert len(fake_server.accepted_turns) == 2
+    await queue.aclose()
+    await memory.aclose()
+
+
+async def test_submit_never_waits_on_the_network(fake_server: FakeServer) -> None:
+    fake_server.set_default(APPEND, Fault.hang())
+    memory = make_memory(fake_server)
+    queue = queue_for(memory)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    for i in range(100):
+        assert queue.submit(memory.capture("user", f"t{i}"))
+    assert loop.time() - started < 0.5  # generous: 100 in-memory appends
+    assert queue.pending == 100
+    assert await queue.aclose(timeout=0.01) == 100
+    await memory.aclose()
+
+
+def test_bad_queue_bounds_are_refused() -> None:
+    async def deliver(turns: Sequence[CapturedTurn]) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="max_pending"):
+        DeliveryQueue(deliver, max_pending=0)
+    with pytest.raises(ValueError, match="max_batch"):
+        DeliveryQueue(deliver, max_batch=101)

@@ -90,8 +90,7 @@ def test_a_sync_chat_started_inside_a_running_loop_completes(fake_server, make_c
 
     async def main() -> None:
         # Blocking the caller's own loop is what a sync chat does; it must not deadlock.
-        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1,
-                              silent=True)
+        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1, silent=True)
 
     with kit.scripted_model(assistant, ["In Lisbon."]) as inputs:
         asyncio.run(main())

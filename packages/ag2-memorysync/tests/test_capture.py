@@ -151,8 +151,9 @@ def test_a_tool_calling_exchange_persists_no_tool_traffic(fake_server, make_capa
         ],
     }
     with kit.scripted_model(assistant, [tool_call, "It is sunny in Lisbon."]) as inputs:
-        user.initiate_chat(assistant, message="What is the weather in Lisbon?", max_turns=2,
-                           silent=True)
+        user.initiate_chat(
+            assistant, message="What is the weather in Lisbon?", max_turns=2, silent=True
+        )
     assert memory.flush() == 0
 
     # The tool ran and its result reached the model...
@@ -204,8 +205,9 @@ def test_a_group_chat_with_the_person_in_it_labels_the_person(fake_server, make_
     person = kit.scripted_agent("ana", ["Thanks!"], human_input_mode="ALWAYS")
     guide = kit.scripted_agent("guide", ["Visit Belem.", "Enjoy."])
     critic = kit.scripted_agent("critic", ["Also Alfama."])
-    chat = GroupChat([person, guide, critic], messages=[], max_round=4,
-                     speaker_selection_method="round_robin")
+    chat = GroupChat(
+        [person, guide, critic], messages=[], max_round=4, speaker_selection_method="round_robin"
+    )
     manager = GroupChatManager(chat, llm_config=False)
     memory.add_to_agent(guide)
     memory.add_to_agent(critic)

@@ -43,8 +43,9 @@ def test_a_second_session_recalls_the_first_sessions_facts_into_the_model_input(
     assistant2 = kit.model_agent("assistant")
     second.add_to_agent(assistant2)
     with kit.scripted_model(assistant2, ["Try fruit."]) as inputs:
-        _user().initiate_chat(assistant2, message="Suggest a snack for me.", max_turns=1,
-                              silent=True)
+        _user().initiate_chat(
+            assistant2, message="Suggest a snack for me.", max_turns=1, silent=True
+        )
 
     shown = inputs.last_user_text()
     assert shown.startswith(TEMPLATE_HEAD)
@@ -163,8 +164,7 @@ def test_outages_and_a_429_mean_no_memories_this_turn_and_one_warning(
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hello."]) as inputs:
-        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1,
-                              silent=True)
+        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1, silent=True)
     assert memory.flush() == 0
 
     assert inputs.last_user_text() == "Where do I live again?"
@@ -185,8 +185,7 @@ def test_free_tier_quota_silence_brings_nothing_back_without_a_warning(
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hello."]) as inputs:
-        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1,
-                              silent=True)
+        _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1, silent=True)
 
     assert memory.flush() == 0  # accepted (and silently not stored) counts as delivered
     assert inputs.last_user_text() == "Where do I live again?"

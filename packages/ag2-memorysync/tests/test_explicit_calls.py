@@ -1,0 +1,98 @@
+"""search / save / clear: synchronous, typed errors; the memory tools through AG2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from autogen import UserProxyAgent
+from memorysync_core import AuthError, RecalledMemory, ValidationError
+
+from ag2_memorysync import register_memory_tools
+from shared.fake_server import Fault
+
+
+def test_save_then_search_round_trips_through_the_server(fake_server, make_capability):
+    memory = make_capability(fake_server.base_url)
+    outcome = memory.save("The user prefers window seats.")
+    assert outcome.kept
+    found = memory.search("seats")
+    assert [m.text for m in found] == ["The user prefers window seats."]
+    assert isinstance(found[0], RecalledMemory)
+    body = fake_server.requests_to("/memory/add")[0].json
+    assert body["session_id"] == "ag2::s1"
+    assert body["client_ref"].startswith("ag2:")
+
+
+def test_explicit_calls_raise_typed_errors(fake_server, make_capability):
+    memory = make_capability(fake_server.base_url, tenant_id="t")
+    fake_server.set_default("/memory/add", Fault.status(422, {"detail": "text too short"}))
+    with pytest.raises(ValidationError, match="text too short"):
+        memory.save("x y z")
+    fake_server.set_default("/v1/memory/query", Fault.status(401))
+    with pytest.raises(AuthError) as raised:
+        memory.search("anything")
+    assert "ms_test" not in str(raised.value)
+
+
+def test_clear_deletes_this_session_only_by_default(fake_server, make_capability, kit):
+    here = make_capability(fake_server.base_url, session_id="here")
+    there = make_capability(fake_server.base_url, session_id="there")
+    for memory, text in ((here, "I live in Lisbon."), (there, "I work in Porto.")):
+        bot = kit.scripted_agent("assistant", ["Noted."])
+        memory.add_to_agent(bot)
+        UserProxyAgent("user", human_input_mode="NEVER", code_execution_config=False).initiate_chat(
+            bot, message=text, max_turns=1, silent=True
+        )
+        assert memory.flush() == 0
+
+    result = here.clear()
+    assert len(result.deleted_turn_ids) == 2
+    assert {m["text"] for m in fake_server.memories} == {"I work in Porto."}
+    assert {t["session_id"] for t in fake_server.history} == {"ag2::there"}
+
+    everything = make_capability(fake_server.base_url, session_id="there", clear_scope="user")
+    everything.clear()
+    assert fake_server.memories == []
+
+
+def test_memory_tools_are_offered_to_the_model_and_run_by_the_executor(
+    fake_server, make_capability, kit
+):
+    fake_server.seed_memory("alice", "Allergic to peanuts")
+    memory = make_capability(fake_server.base_url)
+    assistant = kit.model_agent("assistant")
+    user = UserProxyAgent(
+        "user", human_input_mode="NEVER", code_execution_config=False, max_consecutive_auto_reply=3
+    )
+    register_memory_tools(memory, caller=assistant, executor=user)
+    tools = {t["function"]["name"] for t in assistant.llm_config["tools"]}
+    assert tools == {"search_memory", "save_memory"}
+
+    def call(name: str, args: str, call_id: str) -> dict[str, Any]:
+        return {
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+            ],
+        }
+
+    replies = [
+        call("search_memory", '{"query": "allergies"}', "c1"),
+        call("save_memory", '{"text": "Likes apples"}', "c2"),
+        "Avoid peanuts; apples are fine.",
+    ]
+    with kit.scripted_model(assistant, replies) as inputs:
+        user.initiate_chat(assistant, message="What snack can I have?", max_turns=3, silent=True)
+
+    tool_results = [m for m in inputs.calls[1] if m.get("role") == "tool"]
+    assert "- Allergic to peanuts" in str(tool_results[-1]["content"])
+    assert "Likes apples" in {m["text"] for m in fake_server.memories}
+
+
+def test_memory_tools_reject_objects_that_are_not_agents(fake_server, make_capability, kit):
+    memory = make_capability(fake_server.base_url)
+    with pytest.raises(TypeError, match="register_for_llm"):
+        register_memory_tools(memory, caller=object(), executor=kit.scripted_agent("x", []))
+    with pytest.raises(TypeError, match="MemorySyncCapability"):
+        register_memory_tools("memory", caller=object(), executor=object())  # type: ignore[arg-type]

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from autogen import ConversableAgent
-from memorysync_core import MemorySyncAPI
 
 from ag2_memorysync import MemorySyncCapability
+from memorysync_core import MemorySyncAPI
 
 API_KEY = "ms_test_key_0123456789"
 HAS_TEST_AGENT = importlib.util.find_spec("autogen.testing") is not None

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
 from autogen import UserProxyAgent
-from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
 
+from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
 from shared.fake_server import Fault
 
 TEMPLATE_HEAD = DEFAULT_CONTEXT_TEMPLATE.split("\n")[0]
@@ -48,7 +49,7 @@ def test_a_initiate_chat_in_asyncio_run_keeps_the_callers_loop_ticking_during_a_
         elapsed = time.monotonic() - started
         stop.set()
         await beat
-        gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(ticks)]
         return elapsed, max(gaps)
 
     with kit.scripted_model(assistant, ["In Lisbon."]) as inputs:

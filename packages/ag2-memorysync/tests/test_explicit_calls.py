@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 from autogen import UserProxyAgent
-from memorysync_core import AuthError, RecalledMemory, ValidationError
 
 from ag2_memorysync import register_memory_tools
+from memorysync_core import AuthError, RecalledMemory, ValidationError
 from shared.fake_server import Fault
 
 

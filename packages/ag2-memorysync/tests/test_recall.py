@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from autogen import UserProxyAgent
-from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
 
+from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
 from shared.fake_server import Fault
 
 TEMPLATE_HEAD = DEFAULT_CONTEXT_TEMPLATE.split("\n")[0]

@@ -88,7 +88,8 @@ _FILLER = _vocab(
     "uh um ah oh wow alright right fine good perfect awesome amazing excellent got it sounds "
     "noted understood gotcha indeed agreed true totally exactly absolutely definitely welcome "
     "morning evening afternoon night good-night you very much so much a lot again ha huh oops "
-    "whoa np gm gn brb ttyl sweet neat lovely wonderful fantastic super makes sense will do"
+    "whoa np gm gn brb ttyl sweet neat lovely wonderful fantastic super makes sense will do "
+    "there"
 )
 _QUESTION_HEADS = _vocab(
     "what what's whats who who's whom whose where where's when why how how's which is are am "
@@ -101,7 +102,7 @@ _IMPERATIVE_HEADS = _vocab(
     "compute convert fix add remove delete change update plan let let's lets generate read "
     "look get set schedule cancel order buy pick choose name rewrite review edit format sort "
     "count define teach remind walk open close go play stop start continue repeat try imagine "
-    "pretend brainstorm outline estimate turn call"
+    "pretend brainstorm outline estimate turn call watch keep avoid mind consider be"
 )
 _DISCOURSE = _vocab(
     "oh and also btw actually well so anyway anyways fyi honestly plus but hey hi hello ok "
@@ -120,7 +121,7 @@ _CONVERSATIONAL_COGNITION = _vocab(
 _PASSING_STATES = _vocab(
     "fine good ok okay well great tired hungry bored back here done ready confused lost sorry "
     "glad happy sure kidding joking curious wondering asking trying looking thinking "
-    "listening waiting interested afraid not just still so very really excited"
+    "listening waiting interested afraid just still so very really excited"
 )
 _REQUEST_VERBS = _vocab(
     "know see ask check get find try understand talk hear order book make change cancel read "
@@ -135,18 +136,19 @@ _CONSTRAINT = _vocab(
     "allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten "
     "lactose kosher halal diabetic diabetes celiac coeliac avoid avoids must cannot can't "
     "unable allowed budget wheelchair deaf blind pregnant medication medications insulin "
-    "afraid scared phobia sober shellfish epileptic asthma asthmatic colorblind dyslexic"
+    "afraid scared terrified fear phobia sober shellfish epileptic asthma asthmatic colorblind "
+    "dyslexic diet"
 )
 _PLAN = _vocab(
     "plan plans planning going gonna will 'll intend intending hope hoping aim aiming "
     "considering next scheduled booked moving starting learning saving preparing trying "
-    "someday eventually upcoming soon retire retiring wedding"
+    "someday eventually upcoming soon retire retiring wedding training expecting"
 )
 _IDENTITY = _vocab(
     "work works working job live lives living based from born grew raised old name named "
     "called studying study student graduated retired moved speak native pronouns citizen "
     "engineer teacher nurse doctor developer designer manager lawyer student accountant chef "
-    "writer artist scientist researcher programmer farmer pilot musician freelancer go"
+    "writer artist scientist researcher programmer farmer pilot musician freelancer"
 )
 _RELATION_NOUNS = _vocab(
     "wife husband partner spouse girlfriend boyfriend son sons daughter daughters kid kids "
@@ -157,14 +159,14 @@ _RELATION_NOUNS = _vocab(
     "in-laws stepson stepdaughter"
 )
 _RELATION_STATE = _vocab("married divorced single engaged widowed dating")
-_HABIT = _vocab(
+_FREQUENCY = _vocab(
     "usually always never often normally typically sometimes rarely every weekly daily "
-    "regularly own drive ride use play run swim cycle commute drink eat cook"
+    "regularly mostly weekends mondays tuesdays wednesdays thursdays fridays saturdays sundays"
 )
 _IRREGULAR_PAST = _vocab(
     "went grew was were had got made took came began became bought left met saw found quit "
     "ran spent sold wrote taught thought told won lost knew kept built broke fell flew felt "
-    "forgot gave heard held paid put read rode said sat sent slept spoke stood swam chose "
+    "forgot gave heard held paid rode said sat sent slept spoke stood swam chose "
     "drove ate drank did been born lived moved worked studied"
 )
 _ADVERBS = _vocab(
@@ -172,6 +174,8 @@ _ADVERBS = _vocab(
     "generally currently recently usually always never often normally typically actually "
     "honestly seriously truly kind sort"
 )
+_NEGATORS = _vocab("don't dont do not never")
+_AUXILIARIES = _vocab("am is are was were be do does did have has had will would shall not")
 _MODALS = _vocab("can could should must might may shall")
 
 _DIRECTIVE = re.compile(
@@ -183,13 +187,13 @@ _DIRECTIVE = re.compile(
 )
 _CALL_ME = re.compile(
     r"^(?:please\s+)?(?:(?:you\s+can|you\s+may|just|please)\s+)?(?:call|address)\s+me\s+"
-    r"(?P<name>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)",
+    r"(?P<name>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?))",
     re.I,
 )
 _LEADING_MARKER = re.compile(
     r"^(?:(?:by the way|just so you know|for the record|for context|for reference|fun fact|"
     r"to be honest|in case you need it|heads up|fyi|btw|also|oh|and|actually|well|so|anyway|"
-    r"plus|but|honestly|ok|okay|alright|yeah|yes|no|hey|hi|hello|um|uh|hmm|thanks|note)"
+    r"plus|but|honestly|ok|okay|alright|yeah|yes|no|hey|hi|hello|um|uh|hmm|thanks)"
     r"\s*[,:!-]?\s+)+",
     re.I,
 )
@@ -308,6 +312,8 @@ def _is_conversational(tokens: list[str]) -> bool:
             return tokens[3] in ("question", "idea", "request", "doubt", "follow")
     if tokens[0] in ("i'm", "im") or tokens[:2] == ["i", "am"]:
         rest = tokens[1:] if tokens[0] != "i" else tokens[2:]
+        if rest[:1] == ["not"]:
+            rest = rest[1:]
         if rest and rest[0] in _PASSING_STATES:
             return not _mentions_durable(rest)
         if not rest:
@@ -358,13 +364,50 @@ def _kind(tokens: list[str]) -> FactKind | None:
         return "relation"
     if bag & _RELATION_STATE or (bag & _RELATION_NOUNS and bag & {"have", "has", "got"}):
         return "relation"
+    if bag & {"have", "has"} and bag & {"named", "called"}:
+        return "relation"
+    if bag & _FREQUENCY:
+        return "habit"
     if bag & _PLAN or "i'll" in bag or "we'll" in bag:
         return "plan"
-    if bag & _IDENTITY or _is_profession(tokens):
+    if bag & _IDENTITY or _is_profession(tokens) or "go by" in joined:
         return "identity"
-    if bag & _HABIT:
+    if _is_copular(tokens):
+        return "identity"
+    if _simple_present_verb(tokens) is not None:
+        # English simple present with a first-person subject states a habit or a state.
         return "habit"
     return None
+
+
+def _is_copular(tokens: list[str]) -> bool:
+    """ "I'm X" / "I am X" / "I've been X" with a complement (passing states were ruled out)."""
+    for start in (["i'm"], ["im"], ["i", "am"], ["i've", "been"], ["i", "have", "been"]):
+        if tokens[: len(start)] == start and len(tokens) > len(start):
+            return True
+    return False
+
+
+def _simple_present_verb(tokens: list[str]) -> str | None:
+    """The verb of "I [adverbs] <verb> ..." when it is a plain present-tense verb."""
+    if tokens[0] not in ("i", "we") or len(tokens) < 3:
+        return None
+    index = 1
+    while index < len(tokens) and (tokens[index] in _ADVERBS or tokens[index] in _NEGATORS):
+        index += 1
+    if index >= len(tokens) - 1:
+        return None
+    verb = tokens[index]
+    if (
+        "'" in verb
+        or verb in _MODALS
+        or verb in _AUXILIARIES
+        or verb in _IRREGULAR_PAST
+        or _looks_past(verb)
+        or verb in _CONVERSATIONAL_COGNITION
+    ):
+        return None
+    return verb
 
 
 def _is_profession(tokens: list[str]) -> bool:
@@ -415,6 +458,8 @@ _INNER_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bmyself\b", "themselves"),
         (r"\bmine\b", "theirs"),
         (r"\bmy\b", "their"),
+        (r"\bour\b", "their"),
+        (r"\bus\b", "them"),
         (r"\bme\b", "them"),
     )
 )
@@ -422,14 +467,14 @@ _INNER_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 def _about_user(sentence: str) -> str:
     """Rewrite a first-person sentence as a statement about the user."""
-    text = _clean(sentence)
+    text = _clean(_trim_asides(sentence))
     if not _is_first_person(text) or re.match(r"^(?:we|we're|we've|our)\b", text, re.I):
         return text
     head, rest = _rewrite_subject(text)
     if head == "Is":
         # "I'm allergic to X" -> "Allergic to X"; keep "Is" before articles and prepositions.
         nxt = words(rest)[:1]
-        if nxt and nxt[0] not in _KEEP_IS_BEFORE:
+        if nxt and nxt[0] not in _KEEP_IS_BEFORE and not nxt[0][:1].isdigit():
             head, rest = "", rest.lstrip()
     for pattern, replacement in _INNER_REWRITES:
         rest = pattern.sub(replacement, rest)
@@ -459,9 +504,14 @@ def _rewrite_subject(text: str) -> tuple[str, str]:
         return head, text[verb_end:]
 
 
+def _looks_past(verb: str) -> bool:
+    """Regular past tense ("moved"), but not present verbs ending in -eed ("need")."""
+    return verb.lower().endswith("ed") and not verb.lower().endswith("eed")
+
+
 def _third_person(verb: str) -> str:
     lower = verb.lower()
-    if lower in _MODALS or lower in _IRREGULAR_PAST or lower.endswith("ed"):
+    if lower in _MODALS or lower in _IRREGULAR_PAST or _looks_past(lower):
         return verb
     if lower == "have":
         return "has"
@@ -472,6 +522,21 @@ def _third_person(verb: str) -> str:
     if len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
         return f"{verb[:-1]}ies"
     return f"{verb}s"
+
+
+_ASIDE = re.compile(r",?\s+(?:so|when|if|and|but|because)\s+(?P<tail>.+)$", re.I)
+_TRAILING_PLEASE = re.compile(r"[,\s]+(?:please|thanks|thank you|ok|okay)[.!]*$", re.I)
+
+
+def _trim_asides(sentence: str) -> str:
+    """Drop a trailing "please", and a trailing clause addressed to the assistant."""
+    text = _TRAILING_PLEASE.sub("", sentence.strip())
+    aside = _ASIDE.search(text)
+    if aside:
+        tail = aside.group("tail")
+        if _SECOND_PERSON.search(tail) or _is_imperative(tail):
+            text = text[: aside.start()]
+    return text
 
 
 def _clean(sentence: str) -> str:

@@ -37,6 +37,7 @@ from memorysync_core import (
 from ._config import ClearScope, MemorySyncMemoryConfig
 from ._injection import block_source, read_messages, with_block, write_messages
 from ._query import find_query
+from ._retry import QuotaAwareRetry
 
 logger = logging.getLogger("memorysync.autogen")
 
@@ -146,6 +147,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             top_k=top_k,
             recall_timeout=recall_timeout,
             renderer=renderer,
+            retry=QuotaAwareRetry(),
         )
         self._renderer = renderer
         self._top_k = top_k

@@ -119,7 +119,8 @@ async def main() -> None:
 
     second = MemorySyncMemory(user_id="smoke-user", session_id="two", **settings)
     context = UnboundedChatCompletionContext()
-    await context.add_message(UserMessage(content="Suggest a snack for me.", source="user"))
+    question = "Is peanut butter a good snack for me?"
+    await context.add_message(UserMessage(content=question, source="user"))
     result = await second.update_context(context)
     texts = [str(item.content) for item in result.memories.results]
     assert any("peanut" in t.lower() for t in texts), texts
@@ -226,7 +227,9 @@ def _artifacts(package: Package) -> tuple[Path, Path]:
     return wheels[0], sdists[0]
 
 
-def check_metadata() -> None:
+def check_metadata() -> list[str]:
+    """Every metadata problem of every package (empty when all is well)."""
+    failures: list[str] = []
     _run([*_tool("twine"), "check", "--strict", *sorted(str(p) for p in DIST.iterdir())])
     for package in PACKAGES:
         wheel, sdist = _artifacts(package)
@@ -251,7 +254,7 @@ def check_metadata() -> None:
             problems.append("no project URLs")
         if f"{package.import_name}/py.typed" not in names:
             problems.append("py.typed is not in the wheel")
-        if package.dist_name != "memorysync-core":
+        if package.dist_name in ("autogen-memorysync", "ag2-memorysync"):
             requires = meta.get_all("Requires-Dist") or []
             if not any(r.replace(" ", "").startswith("memorysync-core~=2.0") for r in requires):
                 problems.append(f"does not depend on memorysync-core~=2.0: {requires}")
@@ -260,8 +263,10 @@ def check_metadata() -> None:
         if not any(m.endswith("/CHANGELOG.md") for m in members):
             problems.append("CHANGELOG.md is not in the sdist")
         if problems:
-            raise CheckFailed(f"{package.dist_name} metadata: " + "; ".join(problems))
-        print(f"metadata ok: {wheel.name}, {sdist.name}")
+            failures.append(f"{package.dist_name} metadata: " + "; ".join(problems))
+        else:
+            print(f"metadata ok: {wheel.name}, {sdist.name}")
+    return failures
 
 
 def smoke(package: Package, workdir: Path) -> None:
@@ -287,12 +292,18 @@ def main() -> int:
     started = time.monotonic()
     try:
         build()
-        check_metadata()
-        with tempfile.TemporaryDirectory(prefix="memorysync-packaging-") as tmp:
-            for package in PACKAGES:
-                smoke(package, Path(tmp))
+        failures = check_metadata()
     except CheckFailed as exc:
         print(f"\nPACKAGING CHECK FAILED: {exc}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="memorysync-packaging-") as tmp:
+        for package in PACKAGES:
+            try:
+                smoke(package, Path(tmp))
+            except CheckFailed as exc:
+                failures.append(f"{package.dist_name} smoke test: {exc}")
+    if failures:
+        print("\nPACKAGING CHECK FAILED:\n" + "\n".join(failures), file=sys.stderr)
         return 1
     print(f"\npackaging ok: {len(PACKAGES)} packages in {time.monotonic() - started:.0f} s")
     return 0

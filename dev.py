@@ -19,11 +19,17 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv-dev"
 TOOLS = ("nox==2026.10.20", "uv==0.13.9")
 DEMO_PACKAGES = (
-    "-e", "packages/memorysync-core",
-    "-e", "packages/memorysync-local",
-    "-e", "packages/autogen-memorysync",
-    "-e", "packages/ag2-memorysync",
-    "autogen-agentchat==0.7.5", "autogen-ext[openai]==0.7.5", "autogen[openai]==0.14.1",
+    "-e",
+    "packages/memorysync-core",
+    "-e",
+    "packages/memorysync-local",
+    "-e",
+    "packages/autogen-memorysync",
+    "-e",
+    "packages/ag2-memorysync",
+    "autogen-agentchat==0.7.5",
+    "autogen-ext[openai]==0.7.5",
+    "autogen[openai]==0.14.1",
 )
 
 
@@ -52,7 +58,11 @@ def test() -> int:
 def demo() -> int:
     """Run examples/remember_me.py on the embedded server."""
     python = _ensure_venv()
-    subprocess.run([python, "-m", "uv", "pip", "install", "-q", "--python", python, *DEMO_PACKAGES], check=True, cwd=ROOT)
+    subprocess.run(
+        [python, "-m", "uv", "pip", "install", "-q", "--python", python, *DEMO_PACKAGES],
+        check=True,
+        cwd=ROOT,
+    )
     return subprocess.call([python, "examples/remember_me.py"], cwd=ROOT)
 
 

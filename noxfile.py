@@ -22,8 +22,16 @@ TEST_TOOLS = ("pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "respx
 
 # Oldest and newest releases each adapter is tested on (see docs/versions.md).
 AUTOGEN_VERSIONS = {
-    "oldest": ("autogen-agentchat==0.4.9.3", "autogen-core==0.4.9.3", "autogen-ext[anthropic,openai]==0.4.9.3"),
-    "newest": ("autogen-agentchat==0.7.5", "autogen-core==0.7.5", "autogen-ext[anthropic,openai]==0.7.5"),
+    "oldest": (
+        "autogen-agentchat==0.4.9.3",
+        "autogen-core==0.4.9.3",
+        "autogen-ext[anthropic,openai]==0.4.9.3",
+    ),
+    "newest": (
+        "autogen-agentchat==0.7.5",
+        "autogen-core==0.7.5",
+        "autogen-ext[anthropic,openai]==0.7.5",
+    ),
 }
 AG2_VERSIONS = {
     "oldest": ("ag2[openai]==0.9.10",),
@@ -123,8 +131,8 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def packaging(session: nox.Session) -> None:
     """Build every wheel and sdist, twine-check them, smoke-test each wheel alone."""
-    session.install("hatch>=1.12", "twine>=5")
-    session.run("python", "bench/../tools/check_packaging.py", external=False)
+    session.install("hatch>=1.12", "twine>=5", "uv==0.13.9")
+    session.run("python", "tools/check_packaging.py")
 
 
 @nox.session

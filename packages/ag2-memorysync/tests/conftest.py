@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from autogen import ConversableAgent
 
@@ -138,11 +139,14 @@ def make_capability() -> Iterator[Callable[..., MemorySyncCapability]]:
     """Build capabilities against a server; every one is closed after the test."""
     made: list[MemorySyncCapability] = []
 
-    def make(base_url: str | None = None, **kwargs: Any) -> MemorySyncCapability:
+    def make(server: Any, **kwargs: Any) -> MemorySyncCapability:
         kwargs.setdefault("user_id", "alice")
         kwargs.setdefault("session_id", "s1")
+        if hasattr(server, "transport"):  # memorysync-local, embedded
+            kwargs.setdefault("transport", server.transport)
+            kwargs.setdefault("api_key", server.api_key)
         kwargs.setdefault("api_key", API_KEY)
-        capability = MemorySyncCapability(base_url=base_url, **kwargs)
+        capability = MemorySyncCapability(base_url=server.base_url, **kwargs)
         made.append(capability)
         return capability
 
@@ -151,17 +155,16 @@ def make_capability() -> Iterator[Callable[..., MemorySyncCapability]]:
         capability.close(timeout=2.0)
 
 
-def read_transcript(
-    base_url: str | None,
-    user_id: str,
-    session_id: str,
-    *,
-    transport: Any = None,
-) -> list[dict[str, Any]]:
-    """The server's stored transcript for ``ag2::<session_id>``, oldest first."""
+def read_transcript(server: Any, user_id: str, session_id: str) -> list[dict[str, Any]]:
+    """The transcript the server stored for ``ag2::<session_id>``, oldest first.
+
+    Read through the API (``/v1/history/list``), as any client would see it.
+    """
+    transport = getattr(server, "transport", None)
+    api_key = getattr(server, "api_key", API_KEY)
 
     async def read() -> list[dict[str, Any]]:
-        async with MemorySyncAPI(API_KEY, base_url=base_url, transport=transport) as api:
+        async with MemorySyncAPI(api_key, base_url=server.base_url, transport=transport) as api:
             answer = await api.list_history(user_id=user_id, session_id=f"ag2::{session_id}")
         items = answer["items"]
         assert isinstance(items, list)
@@ -195,3 +198,19 @@ class Kit:
 def kit() -> type[Kit]:
     """Helpers: agents, a recording fake model, the server's transcript."""
     return Kit
+
+
+class SlowRecall(httpx.AsyncBaseTransport):
+    """Forwards to ``inner`` (e.g. the embedded server), answering recall ``delay`` s late."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, delay: float) -> None:
+        self.inner = inner
+        self.delay = delay
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/memory/recall":
+            await asyncio.sleep(self.delay)  # the server's latency is what is under test
+        return await self.inner.handle_async_request(request)
+
+
+Kit.SlowRecall = SlowRecall  # type: ignore[attr-defined]

@@ -22,11 +22,11 @@ def _user(**kwargs: Any) -> UserProxyAgent:
 
 
 def test_a_initiate_chat_in_asyncio_run_keeps_the_callers_loop_ticking_during_a_slow_recall(
-    fake_server, make_capability, kit
+    local_server, make_capability, kit
 ):
-    fake_server.seed_memory("alice", "Lives in Lisbon")
-    fake_server.set_default("/v1/memory/recall", Fault.delay(1.0))
-    memory = make_capability(fake_server.base_url, recall_timeout=3.0, tenant_id="t")
+    make_capability(local_server).save("I live in Lisbon.")
+    slow = kit.SlowRecall(local_server.transport, delay=1.0)
+    memory = make_capability(local_server, transport=slow, recall_timeout=3.0)
     assistant = kit.model_agent("assistant")
     user = _user()
     memory.add_to_agent(assistant)
@@ -44,7 +44,7 @@ def test_a_initiate_chat_in_asyncio_run_keeps_the_callers_loop_ticking_during_a_
         beat = asyncio.create_task(heartbeat())
         started = time.monotonic()
         await user.a_initiate_chat(
-            assistant, message="Where do I live again?", max_turns=1, silent=True
+            assistant, message="What should I see in Lisbon?", max_turns=1, silent=True
         )
         elapsed = time.monotonic() - started
         stop.set()
@@ -52,20 +52,22 @@ def test_a_initiate_chat_in_asyncio_run_keeps_the_callers_loop_ticking_during_a_
         gaps = [b - a for a, b in itertools.pairwise(ticks)]
         return elapsed, max(gaps)
 
-    with kit.scripted_model(assistant, ["In Lisbon."]) as inputs:
+    with kit.scripted_model(assistant, ["The Alfama."]) as inputs:
         elapsed, worst_gap = asyncio.run(main())
 
     assert elapsed >= 1.0  # the slow recall really was awaited...
     assert worst_gap < 0.1  # ...while the caller's loop kept running
-    assert "- Lives in Lisbon" in inputs.last_user_text()
+    assert "Lisbon" in inputs.last_user_text().split("\n\n")[0]
+    assert inputs.last_user_text().startswith(TEMPLATE_HEAD)
     assert memory.flush() == 0
-    assert [t["content"] for t in fake_server.history] == ["Where do I live again?", "In Lisbon."]
+    transcript = kit.read_transcript(local_server, "alice", "s1")
+    assert [t["content"] for t in transcript] == ["What should I see in Lisbon?", "The Alfama."]
     assert all(TEMPLATE_HEAD not in m["content"] for m in assistant.chat_messages[user])
 
 
 def test_a_slow_recall_in_an_async_chat_gives_up_at_the_budget(fake_server, make_capability, kit):
     fake_server.set_default("/v1/memory/recall", Fault.hang())
-    memory = make_capability(fake_server.base_url, recall_timeout=0.3, tenant_id="t")
+    memory = make_capability(fake_server, recall_timeout=0.3, tenant_id="t")
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
 
@@ -85,7 +87,7 @@ def test_a_slow_recall_in_an_async_chat_gives_up_at_the_budget(fake_server, make
 
 def test_a_sync_chat_started_inside_a_running_loop_completes(fake_server, make_capability, kit):
     fake_server.seed_memory("alice", "Lives in Lisbon")
-    memory = make_capability(fake_server.base_url, tenant_id="t")
+    memory = make_capability(fake_server, tenant_id="t")
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
 

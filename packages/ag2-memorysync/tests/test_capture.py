@@ -6,6 +6,8 @@ from typing import Any
 
 from autogen import ConversableAgent, GroupChat, GroupChatManager, UserProxyAgent
 
+from shared.local_server import stored_history
+
 
 def _user(name: str = "user", **kwargs: Any) -> UserProxyAgent:
     kwargs.setdefault("human_input_mode", "NEVER")
@@ -23,9 +25,9 @@ def _chat_view(agent: ConversableAgent, partner: ConversableAgent) -> list[tuple
 
 
 def test_both_sides_attached_store_each_utterance_once_with_the_speakers_role(
-    fake_server, make_capability, kit
+    local_server, make_capability, kit
 ):
-    memory = make_capability(fake_server.base_url)
+    memory = make_capability(local_server)
     assistant = kit.scripted_agent("assistant", ["Noted, Lisbon.", "Vegetarian, got it."])
     user = kit.scripted_agent("user", ["I am vegetarian."], human_input_mode="TERMINATE")
     # A TERMINATE-mode agent without a model speaks for a person.
@@ -35,18 +37,18 @@ def test_both_sides_attached_store_each_utterance_once_with_the_speakers_role(
     user.initiate_chat(assistant, message="I live in Lisbon.", max_turns=2, silent=True)
     assert memory.flush() == 0
 
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     expected = [
         (role, text, "user" if role == "user" else "assistant")
         for role, text in _chat_view(assistant, user)
     ]
     assert stored == expected
     assert [role for role, _, _ in stored] == ["user", "assistant", "user", "assistant"]
-    assert len(fake_server.accepted_turns) == 4
+    assert len(stored_history(local_server, "local", "alice")) == 4
 
 
-def test_attaching_only_the_assistant_stores_the_same_rows(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+def test_attaching_only_the_assistant_stores_the_same_rows(local_server, make_capability, kit):
+    memory = make_capability(local_server)
     assistant = kit.scripted_agent("assistant", ["Noted."])
     user = _user()
     memory.add_to_agent(assistant)
@@ -54,12 +56,12 @@ def test_attaching_only_the_assistant_stores_the_same_rows(fake_server, make_cap
     user.initiate_chat(assistant, message="I live in Lisbon.", max_turns=1, silent=True)
     assert memory.flush() == 0
 
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     assert stored == [("user", "I live in Lisbon.", "user"), ("assistant", "Noted.", "assistant")]
 
 
-def test_a_repeated_sentence_is_stored_twice(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+def test_a_repeated_sentence_is_stored_twice(local_server, make_capability, kit):
+    memory = make_capability(local_server)
     assistant = kit.scripted_agent("assistant", ["Sure.", "Sure."])
     user = kit.scripted_agent("user", ["Book a window seat."], human_input_mode="TERMINATE")
     memory.add_to_agent(assistant)
@@ -68,16 +70,17 @@ def test_a_repeated_sentence_is_stored_twice(fake_server, make_capability, kit):
     user.initiate_chat(assistant, message="Book a window seat.", max_turns=2, silent=True)
     assert memory.flush() == 0
 
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     assert stored.count(("user", "Book a window seat.", "user")) == 2
     assert stored.count(("assistant", "Sure.", "assistant")) == 2
-    keys = [t["idempotency_key"] for t in fake_server.accepted_turns]
+    keys = [t["idempotency_key"] for t in stored_history(local_server, "local", "alice")]
     assert len(set(keys)) == 4  # same seeds, distinct capture ids
+    assert len({key.rsplit(":", 1)[0] for key in keys}) == 2  # one seed per sentence
 
 
-def test_two_users_in_the_same_session_name_are_both_captured(fake_server, make_capability, kit):
-    alice = make_capability(fake_server.base_url, user_id="alice", session_id="shared")
-    bob = make_capability(fake_server.base_url, user_id="bob", session_id="shared")
+def test_two_users_in_the_same_session_name_are_both_captured(local_server, make_capability, kit):
+    alice = make_capability(local_server, user_id="alice", session_id="shared")
+    bob = make_capability(local_server, user_id="bob", session_id="shared")
     alice_bot = kit.scripted_agent("assistant", ["Hello!"])
     bob_bot = kit.scripted_agent("assistant", ["Hello!"])
     alice.add_to_agent(alice_bot)
@@ -89,7 +92,7 @@ def test_two_users_in_the_same_session_name_are_both_captured(fake_server, make_
     assert bob.flush() == 0
 
     for user_id in ("alice", "bob"):
-        stored = kit.said(kit.read_transcript(fake_server.base_url, user_id, "shared"))
+        stored = kit.said(kit.read_transcript(local_server, user_id, "shared"))
         assert stored == [
             ("user", "Good morning team.", "user"),
             ("assistant", "Hello!", "assistant"),
@@ -97,11 +100,11 @@ def test_two_users_in_the_same_session_name_are_both_captured(fake_server, make_
 
 
 def test_the_same_capability_on_two_agents_of_one_user_dedups_across_instances(
-    fake_server, make_capability, kit
+    local_server, make_capability, kit
 ):
     # Two capability objects for the same user and session: still one row per utterance.
-    first = make_capability(fake_server.base_url)
-    second = make_capability(fake_server.base_url)
+    first = make_capability(local_server)
+    second = make_capability(local_server)
     assistant = kit.scripted_agent("assistant", ["Noted."])
     user = _user()
     first.add_to_agent(assistant)
@@ -110,11 +113,11 @@ def test_the_same_capability_on_two_agents_of_one_user_dedups_across_instances(
     user.initiate_chat(assistant, message="I live in Lisbon.", max_turns=1, silent=True)
     assert first.flush() == 0
     assert second.flush() == 0
-    assert len(fake_server.accepted_turns) == 2
+    assert len(stored_history(local_server, "local", "alice")) == 2
 
 
-def test_roles_follow_the_speaker_override_included(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+def test_roles_follow_the_speaker_override_included(local_server, make_capability, kit):
+    memory = make_capability(local_server)
     # NEVER-mode model-less agents are assistants by the rule; the override makes one a person.
     person = kit.scripted_agent("person", [])
     bot = kit.scripted_agent("bot", ["Understood."])
@@ -124,12 +127,12 @@ def test_roles_follow_the_speaker_override_included(fake_server, make_capability
     person.initiate_chat(bot, message="Call me Ana.", max_turns=1, silent=True)
     assert memory.flush() == 0
 
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     assert stored == [("user", "Call me Ana.", "person"), ("assistant", "Understood.", "bot")]
 
 
-def test_a_tool_calling_exchange_persists_no_tool_traffic(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+def test_a_tool_calling_exchange_persists_no_tool_traffic(local_server, make_capability, kit):
+    memory = make_capability(local_server)
     assistant = kit.model_agent("assistant")
     user = _user(max_consecutive_auto_reply=2)
 
@@ -159,12 +162,14 @@ def test_a_tool_calling_exchange_persists_no_tool_traffic(fake_server, make_capa
     # The tool ran and its result reached the model...
     assert any(m.get("role") == "tool" for m in inputs.calls[-1])
     # ...and none of it was stored.
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     assert stored == [
         ("user", "What is the weather in Lisbon?", "user"),
         ("assistant", "It is sunny in Lisbon.", "assistant"),
     ]
-    assert all("Sunny in Lisbon" not in (t["content"] or "") for t in fake_server.history)
+    everything = stored_history(local_server, "local", "alice")
+    assert all("Sunny in Lisbon" not in (t["content"] or "") for t in everything)
+    assert all(t["role"] in ("user", "assistant") for t in everything)
 
 
 def _group_chat(kit, agents_replies: dict[str, list[str]]) -> tuple[list[Any], GroupChatManager]:
@@ -174,9 +179,9 @@ def _group_chat(kit, agents_replies: dict[str, list[str]]) -> tuple[list[Any], G
 
 
 def test_a_three_agent_group_chat_stores_each_utterance_once_with_its_speaker(
-    fake_server, make_capability, kit
+    local_server, make_capability, kit
 ):
-    memory = make_capability(fake_server.base_url)
+    memory = make_capability(local_server)
     (planner, critic, writer), manager = _group_chat(
         kit,
         {
@@ -192,7 +197,7 @@ def test_a_three_agent_group_chat_stores_each_utterance_once_with_its_speaker(
     planner.initiate_chat(manager, message="Plan a Lisbon trip for me.", silent=True)
     assert memory.flush() == 0
 
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     spoken = [(m["name"], m["content"]) for m in manager.groupchat.messages]
     assert [(name, text) for _, text, name in stored] == spoken
     assert len(stored) == 6
@@ -200,8 +205,8 @@ def test_a_three_agent_group_chat_stores_each_utterance_once_with_its_speaker(
     assert all(role == "assistant" for role, _, _ in stored)
 
 
-def test_a_group_chat_with_the_person_in_it_labels_the_person(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+def test_a_group_chat_with_the_person_in_it_labels_the_person(local_server, make_capability, kit):
+    memory = make_capability(local_server)
     person = kit.scripted_agent("ana", ["Thanks!"], human_input_mode="ALWAYS")
     guide = kit.scripted_agent("guide", ["Visit Belem.", "Enjoy."])
     critic = kit.scripted_agent("critic", ["Also Alfama."])
@@ -215,7 +220,7 @@ def test_a_group_chat_with_the_person_in_it_labels_the_person(fake_server, make_
     person.initiate_chat(manager, message="What should I see in Lisbon?", silent=True)
     assert memory.flush() == 0
 
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     assert stored == [
         ("user", "What should I see in Lisbon?", "ana"),
         ("assistant", "Visit Belem.", "guide"),
@@ -224,13 +229,13 @@ def test_a_group_chat_with_the_person_in_it_labels_the_person(fake_server, make_
     ]
 
 
-def test_capture_sent_only_skips_what_attached_agents_receive(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url, capture="sent")
+def test_capture_sent_only_skips_what_attached_agents_receive(local_server, make_capability, kit):
+    memory = make_capability(local_server, capture="sent")
     assistant = kit.scripted_agent("assistant", ["Noted."])
     memory.add_to_agent(assistant)
 
     _user().initiate_chat(assistant, message="I live in Lisbon.", max_turns=1, silent=True)
     assert memory.flush() == 0
 
-    stored = kit.said(kit.read_transcript(fake_server.base_url, "alice", "s1"))
+    stored = kit.said(kit.read_transcript(local_server, "alice", "s1"))
     assert stored == [("assistant", "Noted.", "assistant")]

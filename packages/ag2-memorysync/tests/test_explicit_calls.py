@@ -13,7 +13,7 @@ from shared.fake_server import Fault
 
 
 def test_save_then_search_round_trips_through_the_server(fake_server, make_capability):
-    memory = make_capability(fake_server.base_url)
+    memory = make_capability(fake_server)
     outcome = memory.save("The user prefers window seats.")
     assert outcome.kept
     found = memory.search("seats")
@@ -25,7 +25,7 @@ def test_save_then_search_round_trips_through_the_server(fake_server, make_capab
 
 
 def test_explicit_calls_raise_typed_errors(fake_server, make_capability):
-    memory = make_capability(fake_server.base_url, tenant_id="t")
+    memory = make_capability(fake_server, tenant_id="t")
     fake_server.set_default("/memory/add", Fault.status(422, {"detail": "text too short"}))
     with pytest.raises(ValidationError, match="text too short"):
         memory.save("x y z")
@@ -36,8 +36,8 @@ def test_explicit_calls_raise_typed_errors(fake_server, make_capability):
 
 
 def test_clear_deletes_this_session_only_by_default(fake_server, make_capability, kit):
-    here = make_capability(fake_server.base_url, session_id="here")
-    there = make_capability(fake_server.base_url, session_id="there")
+    here = make_capability(fake_server, session_id="here")
+    there = make_capability(fake_server, session_id="there")
     for memory, text in ((here, "I live in Lisbon."), (there, "I work in Porto.")):
         bot = kit.scripted_agent("assistant", ["Noted."])
         memory.add_to_agent(bot)
@@ -51,7 +51,7 @@ def test_clear_deletes_this_session_only_by_default(fake_server, make_capability
     assert {m["text"] for m in fake_server.memories} == {"I work in Porto."}
     assert {t["session_id"] for t in fake_server.history} == {"ag2::there"}
 
-    everything = make_capability(fake_server.base_url, session_id="there", clear_scope="user")
+    everything = make_capability(fake_server, session_id="there", clear_scope="user")
     everything.clear()
     assert fake_server.memories == []
 
@@ -60,7 +60,7 @@ def test_memory_tools_are_offered_to_the_model_and_run_by_the_executor(
     fake_server, make_capability, kit
 ):
     fake_server.seed_memory("alice", "Allergic to peanuts")
-    memory = make_capability(fake_server.base_url)
+    memory = make_capability(fake_server)
     assistant = kit.model_agent("assistant")
     user = UserProxyAgent(
         "user", human_input_mode="NEVER", code_execution_config=False, max_consecutive_auto_reply=3
@@ -91,7 +91,7 @@ def test_memory_tools_are_offered_to_the_model_and_run_by_the_executor(
 
 
 def test_memory_tools_reject_objects_that_are_not_agents(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+    memory = make_capability(fake_server)
     with pytest.raises(TypeError, match="register_for_llm"):
         register_memory_tools(memory, caller=object(), executor=kit.scripted_agent("x", []))
     with pytest.raises(TypeError, match="MemorySyncCapability"):

@@ -26,7 +26,7 @@ def test_flush_delivers_everything_captured_during_a_three_second_outage(
     fake_server, make_capability, kit
 ):
     fake_server.set_default(APPEND, Fault.status(503))
-    memory = make_capability(fake_server.base_url, tenant_id="t")
+    memory = make_capability(fake_server, tenant_id="t")
     assistant = kit.scripted_agent("assistant", ["One.", "Two.", "Three."])
     user = kit.scripted_agent(
         "user", ["Second message.", "Third message."], human_input_mode="TERMINATE"
@@ -56,7 +56,7 @@ def test_flush_delivers_everything_captured_during_a_three_second_outage(
 
 
 def test_close_is_idempotent_and_later_explicit_calls_raise(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+    memory = make_capability(fake_server)
     assistant = kit.scripted_agent("assistant", ["Noted."])
     memory.add_to_agent(assistant)
     _user().initiate_chat(assistant, message="I live in Lisbon.", max_turns=1, silent=True)

@@ -10,6 +10,7 @@ import pytest
 from autogen import UserProxyAgent
 
 from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
+from memorysync_local import Plan
 from shared.fake_server import Fault
 
 TEMPLATE_HEAD = DEFAULT_CONTEXT_TEMPLATE.split("\n")[0]
@@ -28,9 +29,9 @@ def _recall_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord
 
 
 def test_a_second_session_recalls_the_first_sessions_facts_into_the_model_input(
-    fake_server, make_capability, kit
+    local_server, make_capability, kit
 ):
-    first = make_capability(fake_server.base_url, session_id="monday")
+    first = make_capability(local_server, session_id="monday")
     assistant = kit.model_agent("assistant")
     first.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Noted."]):
@@ -39,31 +40,31 @@ def test_a_second_session_recalls_the_first_sessions_facts_into_the_model_input(
         )
     assert first.flush() == 0
 
-    second = make_capability(fake_server.base_url, session_id="tuesday")
+    second = make_capability(local_server, session_id="tuesday")
     assistant2 = kit.model_agent("assistant")
     second.add_to_agent(assistant2)
     with kit.scripted_model(assistant2, ["Try fruit."]) as inputs:
         _user().initiate_chat(
-            assistant2, message="Suggest a snack for me.", max_turns=1, silent=True
+            assistant2, message="Are peanuts a good snack for me?", max_turns=1, silent=True
         )
 
     shown = inputs.last_user_text()
     assert shown.startswith(TEMPLATE_HEAD)
-    assert "- I am allergic to peanuts." in shown
-    assert shown.endswith("Suggest a snack for me.")
+    assert "Allergic to peanuts" in shown
+    assert shown.endswith("\n\nAre peanuts a good snack for me?")
 
 
-def test_the_stored_conversation_never_contains_the_template(fake_server, make_capability, kit):
-    fake_server.seed_memory("alice", "Lives in Lisbon")
-    memory = make_capability(fake_server.base_url)
+def test_the_stored_conversation_never_contains_the_template(local_server, make_capability, kit):
+    make_capability(local_server).save("I live in Lisbon.")
+    memory = make_capability(local_server)
     assistant = kit.model_agent("assistant")
-    user = _user(max_consecutive_auto_reply=1, default_auto_reply="And the weather there?")
+    user = _user(max_consecutive_auto_reply=1, default_auto_reply="And the weather in Lisbon?")
     memory.add_to_agent(assistant)
     memory.add_to_agent(user)
     replies = ["Lisbon it is.", "Sunny.", "Draft one.", "Draft two."]
     with kit.scripted_model(assistant, replies) as inputs:
-        user.initiate_chat(assistant, message="Where do I live again?", silent=True)
-        user.send("Any museums nearby?", assistant, request_reply=False, silent=True)
+        user.initiate_chat(assistant, message="What is there to do in Lisbon?", silent=True)
+        user.send("Any museums in Lisbon?", assistant, request_reply=False, silent=True)
         # Regenerating a reply from the stored chat shows the block once, not twice.
         assistant.generate_reply(sender=user)
         assistant.generate_reply(sender=user)
@@ -76,19 +77,20 @@ def test_the_stored_conversation_never_contains_the_template(fake_server, make_c
     # ...while the stored chat (both sides) and the transcript never did.
     for agent, partner in ((assistant, user), (user, assistant)):
         assert all(TEMPLATE_HEAD not in str(m["content"]) for m in agent.chat_messages[partner])
-    assert all(TEMPLATE_HEAD not in str(t["content"]) for t in fake_server.history)
-    assert [t["content"] for t in fake_server.history] == [
-        "Where do I live again?",
+    transcript = kit.read_transcript(local_server, "alice", "s1")
+    assert all(TEMPLATE_HEAD not in str(t["content"]) for t in transcript)
+    assert [t["content"] for t in transcript] == [
+        "What is there to do in Lisbon?",
         "Lisbon it is.",
-        "And the weather there?",
+        "And the weather in Lisbon?",
         "Sunny.",
-        "Any museums nearby?",
+        "Any museums in Lisbon?",
     ]
 
 
 def test_short_messages_trigger_no_recall(fake_server, make_capability, kit):
     fake_server.seed_memory("alice", "Lives in Lisbon")
-    memory = make_capability(fake_server.base_url, min_prompt_chars=8)
+    memory = make_capability(fake_server, min_prompt_chars=8)
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hi!"]) as inputs:
@@ -99,7 +101,7 @@ def test_short_messages_trigger_no_recall(fake_server, make_capability, kit):
 
 
 def test_person_agents_get_no_recall(fake_server, make_capability, kit):
-    memory = make_capability(fake_server.base_url)
+    memory = make_capability(fake_server)
     assistant = kit.scripted_agent("assistant", ["Tell me more about your plans."])
     person = _user(max_consecutive_auto_reply=1, default_auto_reply="That's all.")
     memory.add_to_agent(person)
@@ -111,7 +113,7 @@ def test_recall_against_a_server_that_never_answers_stays_within_budget(
     fake_server, make_capability, kit, caplog
 ):
     fake_server.set_default("/v1/memory/recall", Fault.hang())
-    memory = make_capability(fake_server.base_url, recall_timeout=0.5, tenant_id="t")
+    memory = make_capability(fake_server, recall_timeout=0.5, tenant_id="t")
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
 
@@ -137,7 +139,7 @@ def test_recall_against_a_server_that_never_answers_stays_within_budget(
 
 def test_tenant_resolution_that_hangs_is_inside_the_budget(fake_server, make_capability, kit):
     fake_server.set_default("/org/projects", Fault.hang())
-    memory = make_capability(fake_server.base_url, recall_timeout=0.4)
+    memory = make_capability(fake_server, recall_timeout=0.4)
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Fine."]) as inputs:
@@ -160,7 +162,7 @@ def test_outages_and_a_429_mean_no_memories_this_turn_and_one_warning(
 ):
     fake_server.seed_memory("alice", "Lives in Lisbon")
     fake_server.set_default("/v1/memory/recall", fault)
-    memory = make_capability(fake_server.base_url, tenant_id="t")
+    memory = make_capability(fake_server, tenant_id="t")
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hello."]) as inputs:
@@ -173,6 +175,45 @@ def test_outages_and_a_429_mean_no_memories_this_turn_and_one_warning(
     assert [t["content"] for t in fake_server.history] == ["Where do I live again?", "Hello."]
 
 
+def test_local_free_plan_over_its_limit_is_silent_no_memories_and_no_warning(
+    make_local_server, make_capability, kit, caplog
+):
+    before = make_local_server()
+    make_capability(before).save("I live in Lisbon.")
+    # The same data, now behind a free plan that is over its monthly limit.
+    server = make_local_server(db_path=before.db_path, plans={before.api_key: Plan("free", 0)})
+    memory = make_capability(server)
+    assistant = kit.model_agent("assistant")
+    memory.add_to_agent(assistant)
+    with kit.scripted_model(assistant, ["Hello."]) as inputs:
+        _user().initiate_chat(
+            assistant, message="What is there to do in Lisbon?", max_turns=1, silent=True
+        )
+
+    assert memory.flush() == 0
+    assert inputs.last_user_text() == "What is there to do in Lisbon?"
+    assert _recall_warnings(caplog) == []
+    assert kit.read_transcript(server, "alice", "s1") == []  # accepted, silently not stored
+
+
+def test_local_evaluation_key_over_its_limit_means_no_memories_one_warning_turns_kept(
+    make_local_server, make_capability, kit, caplog
+):
+    server = make_local_server(eval_keys=["ms_eval"], plans={"ms_eval": Plan("evaluation", 0)})
+    memory = make_capability(server, api_key="ms_eval")
+    assistant = kit.model_agent("assistant")
+    memory.add_to_agent(assistant)
+    with kit.scripted_model(assistant, ["Hello."]) as inputs:
+        _user().initiate_chat(
+            assistant, message="What is there to do in Lisbon?", max_turns=1, silent=True
+        )
+
+    assert inputs.last_user_text() == "What is there to do in Lisbon?"
+    assert len(_recall_warnings(caplog)) == 1
+    # The 429 is retryable: the captured turns wait in the queue instead of being lost.
+    assert memory.flush(timeout=0.5) == 2
+
+
 def test_free_tier_quota_silence_brings_nothing_back_without_a_warning(
     fake_server, make_capability, kit, caplog
 ):
@@ -181,7 +222,7 @@ def test_free_tier_quota_silence_brings_nothing_back_without_a_warning(
         "/v1/history/append",
         Fault.json({"items": [], "request_ids": [], "status": "skipped"}),
     )
-    memory = make_capability(fake_server.base_url, tenant_id="t")
+    memory = make_capability(fake_server, tenant_id="t")
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hello."]) as inputs:

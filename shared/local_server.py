@@ -58,6 +58,12 @@ receipts the replay rule compares (``speaker``, ``occurred_at``,
 
 ``server_or_path`` is a server object with a ``db_path`` or a path; the
 database is opened read-only, so these helpers never change what they read.
+
+Talking to a server
+-------------------
+``client_for(server, api_key=None, **headers)`` -> an ``httpx.AsyncClient``
+with the server's base URL and key (or ``api_key``), over the embedded
+transport or real HTTP, whichever the server is.
 """
 
 from __future__ import annotations
@@ -69,9 +75,21 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
 import pytest
 
 HISTORY_ID_BASE = 1_000_000_000_000
+
+
+def client_for(server: Any, api_key: str | None = None, **headers: str) -> httpx.AsyncClient:
+    """An httpx client for an embedded server (ASGI transport) or a served one (loopback)."""
+    sent = {"X-API-Key": server.api_key if api_key is None else api_key, **headers}
+    return httpx.AsyncClient(
+        transport=getattr(server, "transport", None),
+        base_url=server.base_url,
+        headers=sent,
+        timeout=30,
+    )
 
 
 class _HasDbPath(Protocol):

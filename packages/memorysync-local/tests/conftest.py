@@ -8,16 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-ClientFactory = Callable[..., httpx.AsyncClient]
-
-
-def client_for(server: Any, api_key: str | None = None, **headers: str) -> httpx.AsyncClient:
-    """An httpx client for an embedded server (ASGI transport) or a served one (loopback)."""
-    sent = {"X-API-Key": server.api_key if api_key is None else api_key, **headers}
-    transport = getattr(server, "transport", None)
-    return httpx.AsyncClient(
-        transport=transport, base_url=server.base_url, headers=sent, timeout=30
-    )
+from shared.local_server import client_for
 
 
 @pytest.fixture(params=["embedded", "served"])

@@ -11,9 +11,7 @@ import httpx
 import pytest
 
 from memorysync_local import embedded
-from shared.local_server import stored_history, stored_memories, stored_turn_receipts
-
-from .conftest import client_for
+from shared.local_server import client_for, stored_history, stored_memories, stored_turn_receipts
 
 BODY = {
     "tenant_id": "local",

@@ -122,8 +122,7 @@ async def test_a_custom_extractor_replaces_the_rules(make_local_server: object) 
 
     assert isinstance(Shouting(), Extractor)
     from memorysync_local import embedded
-
-    from .conftest import client_for
+    from shared.local_server import client_for
 
     with embedded(extractor=Shouting()) as srv:
         async with client_for(srv) as c:

@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.local_server import stored_history, stored_memories
-
-from .conftest import client_for
+from shared.local_server import client_for, stored_history, stored_memories
 
 
 @pytest.mark.parametrize("served", [False, True], ids=["embedded", "served"])

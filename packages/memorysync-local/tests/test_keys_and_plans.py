@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 from memorysync_local import Plan
-from shared.local_server import stored_history, stored_memories
-
-from .conftest import client_for
+from shared.local_server import client_for, stored_history, stored_memories
 
 
 def turn(tenant: str, text: str = "I live in Oslo.", user: str = "ana") -> dict[str, Any]:

@@ -10,8 +10,7 @@ import pytest
 import memorysync_local
 from memorysync_local import embedded
 from memorysync_local._plans import Caller, KeyRing
-
-from .conftest import client_for
+from shared.local_server import client_for
 
 
 def test_all_is_exactly_the_public_surface() -> None:

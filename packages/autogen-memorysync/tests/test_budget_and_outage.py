@@ -80,7 +80,7 @@ async def test_update_context_returns_within_the_budget_and_the_run_completes(
         loop = asyncio.get_running_loop()
         started = loop.time()
         result = await agent.run(task=QUESTION)
-        assert loop.time() - started < BUDGET + SLACK
+        assert loop.time() - started < BUDGET + 1.0  # the run is not held up by the server
         assert result.messages[-1].content == "I do not remember, sorry."
         assert [type(m).__name__ for m in client.create_calls[0]["messages"]] == [
             "SystemMessage",
@@ -126,3 +126,24 @@ async def test_server_down_explicit_calls_raise_a_connection_error(kit: Any) -> 
         assert kit.API_KEY not in repr(caught.value)
     finally:
         await memory.close()
+
+
+async def test_a_cancelled_token_cancels_an_explicit_query(
+    fake_server: FakeServer, kit: Any
+) -> None:
+    from autogen_core import CancellationToken
+
+    fake_server.set_default("/v1/memory/query", Fault.hang())
+    memory = MemorySyncMemory(
+        user_id="alice", api_key=kit.API_KEY, base_url=fake_server.base_url, tenant_id="t"
+    )
+    token = CancellationToken()
+    try:
+        pending = asyncio.ensure_future(memory.query("Where do I live?", token))
+        await fake_server.wait_for_requests_async(1, route="/v1/memory/query")
+        token.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+    finally:
+        await memory.close()
+        await memory.close()  # closing twice is harmless

@@ -339,3 +339,36 @@ async def test_clear_pages_through_every_memory(
     sent = [i for call in forget.calls for i in _body(call.request)["memory_ids"]]
     assert sent == list(range(1, 1201))
     assert max(len(_body(call.request)["memory_ids"]) for call in forget.calls) <= 100
+
+
+async def test_save_memory_tool_sends_a_deterministic_client_ref_and_reports_the_outcome(
+    server: respx.MockRouter, make_memory: Any, kit: Any
+) -> None:
+    from autogen_core import CancellationToken
+
+    from autogen_memorysync import create_memory_tools
+    from memorysync_core import fnv1a64
+
+    route = server.post("/memory/add")
+    route.side_effect = [
+        httpx.Response(200, json={"id": 14, "text": "Allergic to peanuts", "metadata": {}}),
+        httpx.Response(
+            200, json={"status": "skipped", "reason": "no_high_value_content", "memory_ids": []}
+        ),
+    ]
+    _, save_memory = create_memory_tools(make_memory(session_id="trip"))
+
+    kept = await save_memory.run_json({"text": "I am allergic to peanuts."}, CancellationToken())
+    skipped = await save_memory.run_json({"text": "ok thanks"}, CancellationToken())
+
+    request = route.calls[0].request
+    _assert_headers(request, kit, end_user="alice")
+    assert _body(request) == {
+        "text": "I am allergic to peanuts.",
+        "source": "autogen",
+        "session_id": SCOPE,
+        "client_ref": "autogen:" + fnv1a64(SCOPE + "\x00" + "I am allergic to peanuts."),
+    }
+    assert "14" in str(kept)
+    assert str(skipped).startswith("Not saved")
+    assert "no_high_value_content" in str(skipped)

@@ -67,6 +67,12 @@ def test_the_policy_retries_transient_failures_only() -> None:
         assert not policy.is_retryable(error)
 
 
+def test_a_429_asking_to_wait_past_the_cap_is_an_exhausted_quota_and_not_retried() -> None:
+    policy = RetryPolicy(max_retry_after=30.0)
+    assert policy.is_retryable(RateLimitError("x", retry_after=30.0))
+    assert not policy.is_retryable(RateLimitError("x", retry_after=86_400.0))
+
+
 def test_backoff_grows_is_capped_and_honours_retry_after_up_to_its_cap() -> None:
     policy = RetryPolicy(base_delay=0.25, max_delay=8.0, max_retry_after=30.0, jitter=0.0)
     error = ServerError("x", status_code=500)

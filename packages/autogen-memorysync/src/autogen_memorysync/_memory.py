@@ -30,14 +30,12 @@ from memorysync_core import (
     RecallResult,
     SaveOutcome,
     UserMemory,
-    call_with_retries,
     truncate_text,
 )
 
 from ._config import ClearScope, MemorySyncMemoryConfig
 from ._injection import block_source, read_messages, with_block, write_messages
 from ._query import find_query
-from ._retry import QuotaAwareRetry
 
 logger = logging.getLogger("memorysync.autogen")
 
@@ -147,7 +145,6 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             top_k=top_k,
             recall_timeout=recall_timeout,
             renderer=renderer,
-            retry=QuotaAwareRetry(),
         )
         self._renderer = renderer
         self._top_k = top_k
@@ -352,22 +349,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         turns = [self._memory.capture("user", user_text, turn_id=turn_id)]
         if assistant_text.strip():
             turns.append(self._memory.capture("assistant", assistant_text, turn_id=turn_id))
-        extra = _scalars(metadata)
-        if not extra:
-            return await self._memory.record_turns(turns, extract=True)
-        # UserMemory.record_turns has no metadata parameter (yet): same call, with metadata.
-        items = [turn.history_item() for turn in turns]
-        return await call_with_retries(
-            lambda: self._memory.api.append_history(
-                user_id=self.user_id,
-                session_id=self.scope,
-                turns=items,
-                source=SURFACE,
-                extract=True,
-                metadata=extra,
-            ),
-            self._memory.retry,
-        )
+        return await self._memory.record_turns(turns, extract=True, metadata=_scalars(metadata))
 
     async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
         """Store a fact through the server's extraction (``/memory/add``).

@@ -23,7 +23,9 @@ class RetryPolicy:
 
     Retried: transport errors (timeouts included), 5xx and 429. Never retried:
     validation, auth, not-found and malformed answers. A 429's ``retry_after`` is
-    honoured up to ``max_retry_after`` seconds.
+    honoured up to ``max_retry_after`` seconds; a 429 asking for more than that is an
+    exhausted quota (an evaluation key answers with the time until its reset), not a
+    blip, and is not retried.
 
     >>> RetryPolicy(jitter=0).delay(3, RuntimeError())
     1.0
@@ -50,8 +52,10 @@ class RetryPolicy:
             raise ValueError(f"jitter must be between 0 and 1, got {self.jitter!r}")
 
     def is_retryable(self, exc: BaseException) -> bool:
-        """True for transport errors, timeouts, 5xx and 429."""
-        return isinstance(exc, (APIConnectionError, ServerError, RateLimitError))
+        """True for transport errors, timeouts, 5xx and 429 (unless it asks to wait too long)."""
+        if isinstance(exc, RateLimitError):
+            return exc.retry_after is None or exc.retry_after <= self.max_retry_after
+        return isinstance(exc, (APIConnectionError, ServerError))
 
     def delay(self, attempt: int, exc: BaseException) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""

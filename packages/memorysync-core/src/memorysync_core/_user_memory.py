@@ -276,9 +276,16 @@ class UserMemory:
         )
 
     async def record_turns(
-        self, turns: Sequence[CapturedTurn], *, extract: bool = True
+        self,
+        turns: Sequence[CapturedTurn],
+        *,
+        extract: bool = True,
+        metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Append captured turns to this session's transcript (``/v1/history/append``)."""
+        """Append captured turns to this session's transcript (``/v1/history/append``).
+
+        ``metadata``'s scalar values are copied onto the facts extracted from the turns.
+        """
         for turn in turns:
             if not isinstance(turn, CapturedTurn):
                 raise TypeError(f"turns must be CapturedTurn objects, got {type(turn).__name__}")
@@ -294,6 +301,7 @@ class UserMemory:
                 turns=items,
                 source=self._surface,
                 extract=extract,
+                metadata=dict(metadata) if metadata else None,
             ),
             self.retry,
         )

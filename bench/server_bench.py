@@ -41,6 +41,11 @@ REQUESTS = 200
 WARMUP = 20
 USER = "bench-user"
 
+
+def _split(words: str) -> list[str]:
+    return words.split()
+
+
 _SUBJECTS = (
     "Lives in {city}",
     "Prefers {food} for dinner",
@@ -54,17 +59,24 @@ _SUBJECTS = (
     "Is learning {hobby}",
 )
 _WORDS = {
-    "city": "Lisbon Porto Oslo Kyoto Lima Austin Leeds Cork Nairobi Seoul Utrecht Krakow "
-    "Toronto Madrid Melbourne Chicago Berlin Dublin Quito Hanoi".split(),
-    "food": "peanuts shellfish sushi lentils tofu pasta curry olives mushrooms ramen tacos "
-    "dumplings paella kimchi falafel risotto".split(),
-    "job": "nurse teacher chef pilot welder architect paralegal baker dentist plumber "
-    "florist translator".split(),
-    "season": "spring summer autumn winter".split(),
-    "relative": "sister brother mother father daughter son cousin aunt uncle partner".split(),
-    "hobby": "sailing chess pottery bouldering cello knitting surfing birdwatching "
-    "woodworking tango".split(),
-    "drink": "oolong espresso matcha cocoa kefir".split(),
+    "city": _split(
+        "Lisbon Porto Oslo Kyoto Lima Austin Leeds Cork Nairobi Seoul Utrecht Krakow "
+        "Toronto Madrid Melbourne Chicago Berlin Dublin Quito Hanoi"
+    ),
+    "food": _split(
+        "peanuts shellfish sushi lentils tofu pasta curry olives mushrooms ramen tacos "
+        "dumplings paella kimchi falafel risotto"
+    ),
+    "job": _split(
+        "nurse teacher chef pilot welder architect paralegal baker dentist plumber "
+        "florist translator"
+    ),
+    "season": _split("spring summer autumn winter"),
+    "relative": _split("sister brother mother father daughter son cousin aunt uncle partner"),
+    "hobby": _split(
+        "sailing chess pottery bouldering cello knitting surfing birdwatching woodworking tango"
+    ),
+    "drink": _split("oolong espresso matcha cocoa kefir"),
 }
 _PROMPTS = (
     "what should I cook tonight with {food}?",
@@ -191,19 +203,18 @@ def run(sizes: Sequence[int] = (1000, 10000, 100000)) -> str:
             f"| {cell['recall'][1]:.2f} | {cell['add_turn'][0]:.2f} | {cell['add_turn'][1]:.2f} |"
         )
     quality = extractor_quality()
-    lines += [
-        "",
-        "### Fact extractor on the labelled set",
-        "",
-        "| split | turns | precision | recall |",
-        "| --- | ---: | ---: | ---: |",
-    ]
+    lines.extend(
+        (
+            "",
+            "### Fact extractor on the labelled set",
+            "",
+            "| split | turns | precision | recall |",
+            "| --- | ---: | ---: | ---: |",
+        )
+    )
     for split, (precision, recall, turns) in quality.items():
         lines.append(f"| {split} | {turns} | {precision:.3f} | {recall:.3f} |")
-    lines += [
-        "",
-        "`holdout` was written after the rules and never used to tune them.",
-    ]
+    lines.extend(("", "`holdout` was written after the rules and never used to tune them."))
     table = "\n".join(lines) + "\n"
     print(table)
     return table

@@ -409,26 +409,30 @@ class Store:
         if expression is None:
             return []
         with self.db.connection() as conn:
-            rows = conn.execute(
-                "SELECT m.*, bm25(memories_fts) AS rank, "
-                "highlight(memories_fts, 0, ?, ?) AS marked FROM memories_fts "
-                "JOIN memories AS m ON m.id = memories_fts.rowid "
+            # Rank first (cheap columns only), then read text and highlights of the few
+            # candidates: computing highlight() for every match is what costs at 100k rows.
+            ranked = conn.execute(
+                "SELECT m.id, f.rank FROM memories_fts AS f "
+                "JOIN memories AS m ON m.id = f.rowid "
                 "WHERE memories_fts MATCH ? AND m.tenant_id = ? AND m.user_id = ? "
-                "ORDER BY rank ASC, m.created_at DESC, m.id DESC LIMIT ?",
-                (
-                    HIGHLIGHT_OPEN,
-                    HIGHLIGHT_CLOSE,
-                    expression,
-                    tenant,
-                    user_id,
-                    max(4 * k, _MIN_CANDIDATES),
-                ),
+                "ORDER BY f.rank ASC, m.created_at DESC, m.id DESC LIMIT ?",
+                (expression, tenant, user_id, max(4 * k, _MIN_CANDIDATES)),
             ).fetchall()
+            ranks = {int(r["id"]): float(r["rank"]) for r in ranked}
+            rows = []
+            if ranks:
+                marks = ", ".join("?" * len(ranks))
+                rows = conn.execute(
+                    "SELECT m.*, highlight(memories_fts, 0, ?, ?) AS marked FROM memories_fts "
+                    "JOIN memories AS m ON m.id = memories_fts.rowid "
+                    f"WHERE memories_fts MATCH ? AND memories_fts.rowid IN ({marks})",
+                    (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, expression, *ranks),
+                ).fetchall()
         items = []
         for row in rows:
             item = memory_item(row)
             item["value"] = item["text"]
-            item["score"] = score(float(row["rank"]), str(row["marked"]), len(terms))
+            item["score"] = score(ranks[item["memory_id"]], str(row["marked"]), len(terms))
             items.append(item)
         # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
         items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)

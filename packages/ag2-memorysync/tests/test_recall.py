@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from autogen import UserProxyAgent
 
-from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
+from memorysync_core import DEFAULT_CONTEXT_TEMPLATE, RateLimitError
 from memorysync_local import Plan
 from shared.fake_server import Fault
 
@@ -183,6 +183,8 @@ def test_local_free_plan_over_its_limit_is_silent_no_memories_and_no_warning(
     # The same data, now behind a free plan that is over its monthly limit.
     server = make_local_server(db_path=before.db_path, plans={before.api_key: Plan("free", 0)})
     memory = make_capability(server)
+    # Over the limit: the write is accepted and silently not kept (reads go empty from now).
+    assert not memory.save("I work in Porto.").kept
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hello."]) as inputs:
@@ -196,11 +198,13 @@ def test_local_free_plan_over_its_limit_is_silent_no_memories_and_no_warning(
     assert kit.read_transcript(server, "alice", "s1") == []  # accepted, silently not stored
 
 
-def test_local_evaluation_key_over_its_limit_means_no_memories_one_warning_turns_kept(
+def test_local_evaluation_key_over_its_limit_means_no_memories_one_warning_and_dropped_turns(
     make_local_server, make_capability, kit, caplog
 ):
     server = make_local_server(eval_keys=["ms_eval"], plans={"ms_eval": Plan("evaluation", 0)})
     memory = make_capability(server, api_key="ms_eval")
+    with pytest.raises(RateLimitError):  # explicit calls surface the 429
+        memory.save("I work in Porto.")
     assistant = kit.model_agent("assistant")
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hello."]) as inputs:
@@ -210,8 +214,11 @@ def test_local_evaluation_key_over_its_limit_means_no_memories_one_warning_turns
 
     assert inputs.last_user_text() == "What is there to do in Lisbon?"
     assert len(_recall_warnings(caplog)) == 1
-    # The 429 is retryable: the captured turns wait in the queue instead of being lost.
-    assert memory.flush(timeout=0.5) == 2
+    # The 429 asks to wait until next month: the queue drops both turns, with an error log.
+    assert memory.flush(timeout=5.0) == 0
+    drops = [r for r in caplog.records if r.name == "memorysync.delivery" and r.levelno >= 40]
+    assert sum(int(r.args[0]) for r in drops) == 2  # type: ignore[index]
+    assert all("Lisbon" not in r.getMessage() for r in drops)
 
 
 def test_free_tier_quota_silence_brings_nothing_back_without_a_warning(

@@ -227,6 +227,7 @@ class MemorySyncCapability:
         if not self._group.attach(agent, attachment):
             return
         self._register(agent)
+        track(self)  # the exit handler flushes it, even before its first turn is queued
         self._submit_quietly(self._warm_up())
 
     def _register(self, agent: HookableAgent) -> None:

@@ -59,13 +59,11 @@ def create_app(
 
     Example::
 
-        import httpx
+        import uvicorn
         from memorysync_local import create_app
 
-        app = create_app(":memory:", api_keys={"ms_test": "acme"})
-        with httpx.Client(transport=httpx.ASGITransport(app=app)) as client:
-            ...  # an async client is needed for ASGITransport; see embedded()
-        app.state.store.close()
+        app = create_app("./memorysync.db", api_keys={"ms_dev": "local"})
+        uvicorn.run(app, host="127.0.0.1", port=8765)
     """
     keys = KeyRing(
         dict(api_keys) if api_keys is not None else {DEV_API_KEY: DEFAULT_TENANT},

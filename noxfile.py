@@ -99,7 +99,7 @@ def local(session: nox.Session) -> None:
 
 
 @nox.session
-@nox.parametrize("framework", list(AUTOGEN_VERSIONS))
+@nox.parametrize("framework", [nox.param(name, id=name) for name in AUTOGEN_VERSIONS])
 def autogen(session: nox.Session, framework: str) -> None:
     """autogen-memorysync on the oldest and the newest supported AutoGen."""
     session.install(*TEST_TOOLS)
@@ -110,7 +110,7 @@ def autogen(session: nox.Session, framework: str) -> None:
 
 
 @nox.session
-@nox.parametrize("framework", list(AG2_VERSIONS))
+@nox.parametrize("framework", [nox.param(name, id=name) for name in AG2_VERSIONS])
 def ag2(session: nox.Session, framework: str) -> None:
     """ag2-memorysync on the oldest and the newest supported classic AG2."""
     session.install(*TEST_TOOLS)

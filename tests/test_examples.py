@@ -56,7 +56,14 @@ def section(output: str, title: str) -> str:
 
 def test_the_examples_the_docs_name_exist() -> None:
     names = {path.stem for path in EXAMPLES}
-    assert {"remember_me", "memory_tools", "multi_user_service", "autogen_quickstart"} <= names
+    expected = {
+        "remember_me",
+        "memory_tools",
+        "multi_user_service",
+        "autogen_quickstart",
+        "ag2_quickstart",
+    }
+    assert expected <= names
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[path.name for path in EXAMPLES])
@@ -125,3 +132,11 @@ def test_autogen_quickstart_recalls_the_booking_facts_at_dinner(tmp_path: Path) 
     output = run_example(ROOT / "examples" / "autogen_quickstart.py", tmp_path)
     assert re.search(r"^\[dinner\] recalled: .*Lisbon", output, re.M)
     assert re.search(r"^\[dinner\] recalled: .*[Vv]egetarian", output, re.M)
+
+
+def test_ag2_quickstart_shows_mondays_facts_to_the_model_on_tuesday(tmp_path: Path) -> None:
+    output = run_example(ROOT / "examples" / "ag2_quickstart.py", tmp_path)
+    _, _, model_input = output.partition("What the model received in session two:")
+    assert "- Lives in Lisbon" in model_input
+    assert "- Vegetarian" in model_input
+    assert model_input.rstrip().endswith("Can you recommend a vegetarian dinner place in Lisbon?")

@@ -20,9 +20,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from autogen import ConversableAgent, UserProxyAgent
-from memorysync_local import embedded
 
 from ag2_memorysync import MemorySyncCapability
+from memorysync_local import embedded
 
 SESSIONS = (
     ("monday", "I am vegetarian and I live in Lisbon."),

@@ -209,12 +209,21 @@ def _tool(name: str) -> list[str]:
     return [found]
 
 
-def build() -> None:
+def build(workdir: Path) -> None:
     if DIST.exists():
         shutil.rmtree(DIST)
     DIST.mkdir()
+    # hatch installs its build environment with uv, which follows VIRTUAL_ENV (set by nox)
+    # instead of the environment hatch created; and a fresh data dir keeps a broken or
+    # stale build environment from an earlier run out of this one.
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["HATCH_DATA_DIR"] = str(workdir / "hatch-data")
     for package in PACKAGES:
-        _run([*_tool("hatch"), "build", str(DIST)], cwd=ROOT / "packages" / package.folder)
+        _run(
+            [*_tool("hatch"), "build", str(DIST)],
+            cwd=ROOT / "packages" / package.folder,
+            env=env,
+        )
 
 
 def _artifacts(package: Package) -> tuple[Path, Path]:
@@ -290,13 +299,13 @@ def smoke(package: Package, workdir: Path) -> None:
 
 def main() -> int:
     started = time.monotonic()
-    try:
-        build()
-        failures = check_metadata()
-    except CheckFailed as exc:
-        print(f"\nPACKAGING CHECK FAILED: {exc}", file=sys.stderr)
-        return 1
     with tempfile.TemporaryDirectory(prefix="memorysync-packaging-") as tmp:
+        try:
+            build(Path(tmp))
+            failures = check_metadata()
+        except CheckFailed as exc:
+            print(f"\nPACKAGING CHECK FAILED: {exc}", file=sys.stderr)
+            return 1
         for package in PACKAGES:
             try:
                 smoke(package, Path(tmp))

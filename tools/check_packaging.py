@@ -174,9 +174,19 @@ class CheckFailed(Exception):
     """One check failed; the message says which and why."""
 
 
+# nox points these at its own session environment; uv (and hatch, which installs its build
+# environment with uv) would then install into nox's environment instead of the one meant.
+_INHERITED_TARGETS = ("VIRTUAL_ENV", "UV_PYTHON", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX")
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _INHERITED_TARGETS}
+
+
 def _run(cmd: list[str], *, cwd: Path = ROOT, env: dict[str, str] | None = None) -> str:
     shown = " ".join(cmd)
     print(f"$ {shown}", flush=True)
+    env = _clean_env() if env is None else env
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CheckFailed(
@@ -213,10 +223,8 @@ def build(workdir: Path) -> None:
     if DIST.exists():
         shutil.rmtree(DIST)
     DIST.mkdir()
-    # hatch installs its build environment with uv, which follows VIRTUAL_ENV (set by nox)
-    # instead of the environment hatch created; and a fresh data dir keeps a broken or
-    # stale build environment from an earlier run out of this one.
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    # A fresh data dir keeps a broken or stale build environment of an earlier run out.
+    env = _clean_env()
     env["HATCH_DATA_DIR"] = str(workdir / "hatch-data")
     for package in PACKAGES:
         _run(
@@ -289,7 +297,7 @@ def smoke(package: Package, workdir: Path) -> None:
     _run([str(python), "-c", f"import {package.import_name}; print({package.import_name}.__all__)"])
     if package.app_requirements:
         _run([*install, "--find-links", str(DIST), *package.app_requirements])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORYSYNC_", "OPENAI_"))}
+    env = {k: v for k, v in _clean_env().items() if not k.startswith(("MEMORYSYNC_", "OPENAI_"))}
     env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
     script = workdir / f"smoke_{package.import_name}.py"
     script.write_text(textwrap.dedent(package.smoke))

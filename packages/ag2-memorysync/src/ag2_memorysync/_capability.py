@@ -7,6 +7,7 @@ import concurrent.futures
 import logging
 import math
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -24,11 +25,11 @@ from memorysync_core import (
     UserMemory,
 )
 
-from ._bridge import BRIDGE, track
+from ._bridge import BRIDGE, EXIT_FLUSH_SECONDS, track
 from ._content import utterance_text
 from ._injection import copy_for_model, editable_last, prompt_of, show_to_model
 from ._protocols import HookableAgent
-from ._registry import Attachment, Group, group_for
+from ._registry import Attachment, Group, Membership
 from ._roles import has_model, speaks_for_a_person
 
 if TYPE_CHECKING:
@@ -50,6 +51,27 @@ class _LoopState:
     generation: int
     memory: UserMemory
     queue: DeliveryQueue
+
+    async def aclose(self, timeout: float) -> int:
+        """Flush for up to ``timeout`` seconds, stop the queue, release the connection."""
+        left = await self.queue.aclose(timeout)
+        await self.memory.aclose()
+        return left
+
+
+class _Slot:
+    """Holds a capability's loop state, so a finalizer can reach it without the capability."""
+
+    state: _LoopState | None = None
+
+
+def _abandon(slot: _Slot) -> None:
+    """A capability was collected without ``close()``: release its state on the loop."""
+    state, slot.state = slot.state, None
+    if state is None or state.generation != BRIDGE.generation or not BRIDGE.running:
+        return
+    future = BRIDGE.submit(state.aclose(EXIT_FLUSH_SECONDS))
+    future.add_done_callback(_consume)
 
 
 class MemorySyncCapability:
@@ -160,8 +182,14 @@ class MemorySyncCapability:
         self._capture = capture
         self._clear_scope: ClearScope = clear_scope
         key = (api.base_url, api.project_id, tenant_id, user_id, session_id)
-        self._group: Group = group_for(key)
-        self._state: _LoopState | None = None  # touched on the background loop only
+        # Released by close() or, failing that, when this capability is collected.
+        self._membership = Membership(key)
+        self._group: Group = self._membership.group
+        self._slot = _Slot()  # its state is touched on the background loop only
+        finalizer = weakref.finalize(self, _abandon, self._slot)
+        # The exit handler flushes live capabilities instead (``atexit`` is a documented,
+        # writable attribute that typeshed lists as read-only).
+        finalizer.atexit = False  # type: ignore[misc]
         self._closed = False
         self._close_lock = threading.Lock()
         self._warned: set[str] = set()
@@ -208,7 +236,10 @@ class MemorySyncCapability:
         Raises:
             TypeError: ``agent`` has no AG2 hook system.
             ValueError: ``speaks_for_person`` is not None, True or False.
+            RuntimeError: the capability is closed.
         """
+        if self._closed:
+            raise RuntimeError("this MemorySyncCapability is closed")
         if not isinstance(agent, HookableAgent):
             raise TypeError(
                 f"add_to_agent expects an AG2 ConversableAgent with register_hook, got "
@@ -223,6 +254,7 @@ class MemorySyncCapability:
             speaks_for_person=speaks_for_person,
             captures_sent=self._capture in ("both", "sent"),
             captures_received=self._capture in ("both", "received"),
+            owner=self._membership.owner,
         )
         if not self._group.attach(agent, attachment):
             return
@@ -466,11 +498,11 @@ class MemorySyncCapability:
             return future.result(timeout=timeout + 1.0)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            state = self._state
+            state = self._slot.state
             return state.queue.pending if state is not None else 0
 
     async def _flush(self, timeout: float) -> int:
-        state = self._state
+        state = self._slot.state
         if state is None or state.generation != BRIDGE.generation:
             return 0
         return await state.queue.flush(timeout)
@@ -484,6 +516,7 @@ class MemorySyncCapability:
             if self._closed:
                 return
             self._closed = True
+        self._membership.release()
         if not BRIDGE.running or BRIDGE.in_loop_thread():
             return
         future = BRIDGE.submit(self._aclose(timeout))
@@ -496,12 +529,10 @@ class MemorySyncCapability:
             _logger.warning("closed with %s captured turns undelivered", left)
 
     async def _aclose(self, timeout: float) -> int:
-        state, self._state = self._state, None
+        state, self._slot.state = self._slot.state, None
         if state is None or state.generation != BRIDGE.generation:
             return 0
-        left = await state.queue.aclose(timeout)
-        await state.memory.aclose()
-        return left
+        return await state.aclose(timeout)
 
     def _flush_at_exit(self, timeout: float) -> int:
         if self._closed or BRIDGE.in_loop_thread():
@@ -512,7 +543,7 @@ class MemorySyncCapability:
 
     def _loop_state(self) -> _LoopState:
         """This capability's state on the current loop generation (loop thread only)."""
-        state = self._state
+        state = self._slot.state
         generation = BRIDGE.generation
         if state is not None and state.generation == generation:
             return state
@@ -525,7 +556,7 @@ class MemorySyncCapability:
             await memory.record_turns(turns)
 
         state = _LoopState(generation, memory, DeliveryQueue(deliver))
-        self._state = state
+        self._slot.state = state
         track(self)
         return state
 

@@ -11,6 +11,13 @@ share one group, so an utterance is stored once however many attached agents see
   so nothing here depends on time or on the text.
 
 Different users (or sessions) are different groups and each captures its own copy.
+
+Groups are owned by the capabilities that use them: each capability holds a
+:class:`Membership` for its group, released by ``close()`` or, failing that, when the
+capability is garbage-collected. The last release removes the group from the registry,
+so a service creating a capability per user and request does not grow. A released
+membership also detaches the agents that capability attached, so the remaining members
+no longer rely on its (now silent) hooks.
 """
 
 from __future__ import annotations
@@ -20,8 +27,12 @@ import threading
 import weakref
 from dataclasses import dataclass
 
-# Relayed message objects remembered per group (a strong reference keeps each id unique).
-_MAX_RELAYS = 4096
+# Relayed message objects remembered per group. A manager hands one object to every
+# member in one go, so only the latest relays matter; the strong reference kept with
+# each id stops the id from being recycled while it is remembered (message dicts cannot
+# be weakly referenced). Forgetting an old relay can only cause a second capture of
+# that relay, never a skipped utterance.
+MAX_RELAYS = 256
 
 GroupKey = tuple[str, str | None, str | None, str, str]
 
@@ -33,6 +44,7 @@ class Attachment:
     speaks_for_person: bool | None
     captures_sent: bool
     captures_received: bool
+    owner: object = None  # the membership that attached it (detached on its release)
 
 
 class Group:
@@ -40,6 +52,7 @@ class Group:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.members = 0  # guarded by the registry lock
         self._attached: weakref.WeakKeyDictionary[object, Attachment] = weakref.WeakKeyDictionary()
         self._relays: collections.OrderedDict[int, tuple[object, set[int]]] = (
             collections.OrderedDict()
@@ -60,6 +73,18 @@ class Group:
         except TypeError:  # an unhashable or non-weakref-able object is never attached
             return None
 
+    def detach_owned_by(self, owner: object) -> None:
+        """Forget the agents attached by ``owner``."""
+        with self.lock:
+            for agent, attachment in list(self._attached.items()):
+                if attachment.owner is owner:
+                    del self._attached[agent]
+
+    @property
+    def relays_remembered(self) -> int:
+        """How many relayed message objects are currently remembered."""
+        return len(self._relays)
+
     def first_sight_of_relay(self, message: object, receiver: object) -> bool:
         """True when this delivery of a relayed ``message`` is a new utterance.
 
@@ -74,7 +99,7 @@ class Group:
                 return False
             self._relays[key] = (message, {who})
             self._relays.move_to_end(key)
-            while len(self._relays) > _MAX_RELAYS:
+            while len(self._relays) > MAX_RELAYS:
                 self._relays.popitem(last=False)
             return True
 
@@ -83,10 +108,44 @@ _groups: dict[GroupKey, Group] = {}
 _groups_lock = threading.Lock()
 
 
-def group_for(key: GroupKey) -> Group:
-    """The shared group for ``key`` (created on first use)."""
+class Membership:
+    """One capability's share of a group; :meth:`release` (idempotent) gives it back."""
+
+    def __init__(self, key: GroupKey) -> None:
+        with _groups_lock:
+            group = _groups.get(key)
+            if group is None:
+                group = _groups[key] = Group()
+            group.members += 1
+        self.group = group
+        self._finalizer = weakref.finalize(self, _release, key, group, self._token())
+
+    def _token(self) -> object:
+        # The owner mark on attachments: a plain object, so attachments never keep the
+        # membership (and through it the capability) alive.
+        token = object()
+        self.owner = token
+        return token
+
+    @property
+    def released(self) -> bool:
+        """True once the membership was given back."""
+        return not self._finalizer.alive
+
+    def release(self) -> None:
+        """Detach this membership's agents; the last member removes the group."""
+        self._finalizer()
+
+
+def _release(key: GroupKey, group: Group, owner: object) -> None:
+    group.detach_owned_by(owner)
     with _groups_lock:
-        group = _groups.get(key)
-        if group is None:
-            group = _groups[key] = Group()
-        return group
+        group.members -= 1
+        if group.members <= 0 and _groups.get(key) is group:
+            del _groups[key]
+
+
+def registered_groups() -> int:
+    """How many groups are registered (for tests and diagnostics)."""
+    with _groups_lock:
+        return len(_groups)

@@ -59,7 +59,6 @@ class DeliveryQueue:
         self._items: collections.deque[CapturedTurn] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: asyncio.Task[None] | None = None
-        self._wakeup: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
         self._closed = False
         self._dropped = 0
@@ -78,7 +77,6 @@ class DeliveryQueue:
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
-            self._wakeup = asyncio.Event()
             self._idle = asyncio.Event()
             self._idle.set()
         elif self._loop is not loop:
@@ -105,22 +103,19 @@ class DeliveryQueue:
             return False
         self._items.append(turn)
         assert self._idle is not None
-        assert self._wakeup is not None
         self._idle.clear()
-        self._wakeup.set()
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._run(), name="memorysync-delivery")
         return True
 
     async def _run(self) -> None:
-        assert self._wakeup is not None
+        # The worker ends when the queue is empty (``submit`` starts a new one), so an
+        # idle queue holds no task on its loop and an abandoned one is simply collected.
         assert self._idle is not None
         while True:
             if not self._items:
                 self._idle.set()
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
+                return
             batch = [self._items[i] for i in range(min(self._max_batch, len(self._items)))]
             await self._deliver_batch(batch)
             for _ in batch:

@@ -14,9 +14,13 @@ from shared.secret_guard import TEST_API_KEY
 def pytest_configure(config: pytest.Config) -> None:
     # ag2 0.14.1 imports openai-era modules that warn on Python 3.11+; not ours to fix.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:autogen.*")
-    # schemathesis 3.x touches a deprecated jsonschema name when its plugin first runs.
+    # schemathesis 3.x uses jsonschema names that jsonschema >= 4.18 deprecates.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:schemathesis.*")
+    # schemathesis 3.x's from_pytest_fixture warns about its own default arguments.
     config.addinivalue_line(
-        "filterwarnings", "ignore:jsonschema.exceptions.RefResolutionError:DeprecationWarning"
+        "filterwarnings",
+        "ignore:Argument `.*` is deprecated and will be removed in Schemathesis 4.0"
+        ":DeprecationWarning",
     )
 
 

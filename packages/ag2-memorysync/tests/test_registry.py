@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import weakref
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 from autogen import ConversableAgent, UserProxyAgent
 
 from ag2_memorysync import MemorySyncCapability
+from ag2_memorysync._bridge import BRIDGE
 from ag2_memorysync._registry import MAX_RELAYS, Group, registered_groups
 from shared.local_server import stored_history
 
@@ -40,6 +42,11 @@ def test_closing_a_thousand_capabilities_for_a_thousand_users_empties_the_regist
     assert registered_groups() == before
 
 
+async def _after_queued_work() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
 def test_capabilities_collected_without_close_release_their_group(fake_server):
     before = registered_groups()
     refs = []
@@ -51,6 +58,9 @@ def test_capabilities_collected_without_close_release_their_group(fake_server):
         refs.append(weakref.ref(capability))
     assert registered_groups() == before + 50
     del capability
+    # The warm-ups queued on the background loop hold their capability until they ran:
+    # a coroutine queued after them finishes only once they have.
+    BRIDGE.submit(_after_queued_work()).result(timeout=10)
     gc.collect()
 
     assert all(ref() is None for ref in refs)

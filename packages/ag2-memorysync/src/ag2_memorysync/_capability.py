@@ -16,13 +16,17 @@ from memorysync_core import (
     DEFAULT_CONTEXT_TEMPLATE,
     CapturedTurn,
     ClearResult,
-    ContextRenderer,
     DeliveryQueue,
-    MemorySyncAPI,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
     UserMemory,
+)
+from memorysync_core._adapter import (
+    AdapterSettings,
+    ClearScope,
+    check_clear_scope,
+    check_min_prompt_chars,
 )
 
 from ._bridge import BRIDGE, EXIT_FLUSH_SECONDS, track
@@ -40,7 +44,6 @@ _recall_logger = logging.getLogger("memorysync.recall")
 
 T = TypeVar("T")
 Capture = Literal["both", "sent", "received"]
-ClearScope = Literal["session", "user"]
 _SURFACE = "ag2"
 
 
@@ -142,37 +145,27 @@ class MemorySyncCapability:
         max_context_chars: int | None = None,
         clear_scope: ClearScope = "session",
     ) -> None:
-        if (
-            isinstance(min_prompt_chars, bool)
-            or not isinstance(min_prompt_chars, int)
-            or min_prompt_chars < 0
-        ):
-            raise ValueError(f"min_prompt_chars must be an integer >= 0, got {min_prompt_chars!r}")
+        check_min_prompt_chars(min_prompt_chars)
         if capture not in ("both", "sent", "received"):
             raise ValueError(f"capture must be 'both', 'sent' or 'received', got {capture!r}")
-        if clear_scope not in ("session", "user"):
-            raise ValueError(f"clear_scope must be 'session' or 'user', got {clear_scope!r}")
-        renderer = ContextRenderer(
-            template=context_template, min_score=min_score, max_context_chars=max_context_chars
+        check_clear_scope(clear_scope)
+        self._settings = AdapterSettings.build(
+            surface=_SURFACE,
+            user_id=user_id,
+            session_id=session_id,
+            top_k=top_k,
+            recall_timeout=recall_timeout,
+            context_template=context_template,
+            min_score=min_score,
+            max_context_chars=max_context_chars,
+            api_key=api_key,
+            base_url=base_url,
+            project_id=project_id,
+            tenant_id=tenant_id,
+            transport=transport,
         )
-        self._api_args: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "project_id": project_id,
-            "tenant_id": tenant_id,
-            "transport": transport,
-            "source": _SURFACE,
-        }
-        api = MemorySyncAPI(**self._api_args)
-        self._memory_args: dict[str, Any] = {
-            "user_id": user_id,
-            "session_id": session_id,
-            "surface": _SURFACE,
-            "top_k": top_k,
-            "recall_timeout": recall_timeout,
-            "renderer": renderer,
-        }
-        first = UserMemory(api, **self._memory_args)
+        first = self._settings.open()
+        api = first.api
         self._first: UserMemory | None = first
         self._user_id = user_id
         self._session_id = session_id
@@ -474,9 +467,7 @@ class MemorySyncCapability:
         Defaults to the ``clear_scope`` given at construction. Pending captured turns
         are flushed first so they cannot land after the deletion. Raises on failure.
         """
-        chosen = self._clear_scope if scope is None else scope
-        if chosen not in ("session", "user"):
-            raise ValueError(f"scope must be 'session' or 'user', got {scope!r}")
+        chosen = self._clear_scope if scope is None else check_clear_scope(scope, name="scope")
         self.flush()
         return self._call(lambda state: state.memory.clear(chosen))
 
@@ -550,7 +541,7 @@ class MemorySyncCapability:
         memory = self._first
         self._first = None
         if memory is None:  # after a fork: a fresh client for the child's loop
-            memory = UserMemory(MemorySyncAPI(**self._api_args), **self._memory_args)
+            memory = self._settings.open()
 
         async def deliver(turns: Sequence[CapturedTurn]) -> None:
             await memory.record_turns(turns)

@@ -24,14 +24,12 @@ from memorysync_core import (
     DEFAULT_CONTEXT_TEMPLATE,
     MAX_TEXT_CHARS,
     ClearResult,
-    ContextRenderer,
-    MemorySyncAPI,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
-    UserMemory,
     truncate_text,
 )
+from memorysync_core._adapter import AdapterSettings, check_clear_scope, check_min_prompt_chars
 
 from ._config import ClearScope, MemorySyncMemoryConfig
 from ._injection import block_source, read_messages, with_block, write_messages
@@ -107,45 +105,28 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         max_context_chars: int | None = None,
         transcript: bool = True,
     ) -> None:
-        if clear_scope not in ("session", "user"):
-            raise ValueError(f"clear_scope must be 'session' or 'user', got {clear_scope!r}")
-        if (
-            isinstance(min_prompt_chars, bool)
-            or not isinstance(min_prompt_chars, int)
-            or min_prompt_chars < 0
-        ):
-            raise ValueError(f"min_prompt_chars must be an integer >= 0, got {min_prompt_chars!r}")
+        check_clear_scope(clear_scope)
+        check_min_prompt_chars(min_prompt_chars)
         if not isinstance(transcript, bool):
             raise ValueError(f"transcript must be True or False, got {transcript!r}")
-        if context_template is not None and not isinstance(context_template, str):
-            raise ValueError(
-                f"context_template must be a string containing '{{context}}', "
-                f"got {type(context_template).__name__}"
-            )
-        if tenant_id is not None and (not isinstance(tenant_id, str) or not tenant_id.strip()):
-            raise ValueError(f"tenant_id must be a non-empty string or None, got {tenant_id!r}")
-        renderer = ContextRenderer(
-            template=DEFAULT_CONTEXT_TEMPLATE if context_template is None else context_template,
+        settings = AdapterSettings.build(
+            surface=SURFACE,
+            user_id=user_id,
+            session_id=session_id,
+            top_k=top_k,
+            recall_timeout=recall_timeout,
+            context_template=context_template,
             min_score=min_score,
             max_context_chars=max_context_chars,
-        )
-        api = MemorySyncAPI(
-            api_key,
+            api_key=api_key,
             base_url=base_url,
             project_id=project_id,
             tenant_id=tenant_id,
             transport=transport,
-            source=SURFACE,
         )
-        self._memory = UserMemory(
-            api,
-            user_id=user_id,
-            session_id=session_id,
-            surface=SURFACE,
-            top_k=top_k,
-            recall_timeout=recall_timeout,
-            renderer=renderer,
-        )
+        self._memory = settings.open()
+        api = self._memory.api
+        renderer = settings.renderer
         self._renderer = renderer
         self._top_k = top_k
         self._recall_timeout = float(recall_timeout)
@@ -343,13 +324,11 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
                 f"{type(assistant_text).__name__}"
             )
         if not self._transcript:
-            return await self._memory.add_user_turn(
-                user_text, metadata=_scalars(metadata), turn_id=turn_id
-            )
+            return await self._memory.add_user_turn(user_text, metadata=metadata, turn_id=turn_id)
         turns = [self._memory.capture("user", user_text, turn_id=turn_id)]
         if assistant_text.strip():
             turns.append(self._memory.capture("assistant", assistant_text, turn_id=turn_id))
-        return await self._memory.record_turns(turns, extract=True, metadata=_scalars(metadata))
+        return await self._memory.record_turns(turns, extract=True, metadata=metadata)
 
     async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
         """Store a fact through the server's extraction (``/memory/add``).
@@ -441,19 +420,6 @@ def _content_text(content: MemoryContent) -> str:
     raise TypeError(
         f"MemorySync stores text: content.content must be str or dict, got {type(value).__name__}"
     )
-
-
-def _scalars(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A copy of the scalar values (what the server copies onto extracted facts)."""
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    return {
-        str(key): value
-        for key, value in metadata.items()
-        if value is None or isinstance(value, (str, int, float, bool))
-    }
 
 
 def _to_content(memory: RecalledMemory) -> MemoryContent:

@@ -301,7 +301,7 @@ class UserMemory:
                 turns=items,
                 source=self._surface,
                 extract=extract,
-                metadata=dict(metadata) if metadata else None,
+                metadata=_scalar_metadata(metadata) or None,
             ),
             self.retry,
         )

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 
 import httpx
 from fastapi import FastAPI
 
-from memorysync_local._app import DEV_API_KEY, create_app
+from memorysync_local._app import DEV_API_KEY
 from memorysync_local._extract import Extractor
+from memorysync_local._handle import ServerHandle, app_with_keys
 from memorysync_local._plans import DEFAULT_TENANT, Plan
-from memorysync_local._store import Store
 
 EMBEDDED_BASE_URL = "http://memorysync.local"
 
 
-class EmbeddedServer:
+class EmbeddedServer(ServerHandle):
     """An in-process server: what an adapter needs to talk to it, in one object.
 
     ``transport`` is an ``httpx.ASGITransport`` over the app (usable from any
@@ -26,36 +25,15 @@ class EmbeddedServer:
     """
 
     def __init__(self, app: FastAPI, *, api_key: str, tenant_id: str, db_path: str) -> None:
-        self.app = app
+        super().__init__(app, api_key=api_key, tenant_id=tenant_id, db_path=db_path)
         self.transport = httpx.ASGITransport(app=app)
-        self.api_key = api_key
-        self.tenant_id = tenant_id
-        self.db_path = db_path
         self.base_url = EMBEDDED_BASE_URL
-
-    @property
-    def store(self) -> Store:
-        """The server's storage (for tests that need to wait on background extraction)."""
-        store: Store = self.app.state.store
-        return store
-
-    def wait_for_extraction(self, timeout: float | None = 10.0) -> bool:
-        """Block until background extraction (``async_extraction=True``) is done."""
-        return self.store.wait_for_extraction(timeout)
 
     def close(self) -> None:
         """Close the database. Idempotent."""
         self.store.close()
 
-    def __enter__(self) -> EmbeddedServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _shut_down(self) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -98,10 +76,11 @@ def embedded(
 
         asyncio.run(main())
     """
-    keys = {api_key: tenant_id, **dict(api_keys or {})}
-    app = create_app(
+    app = app_with_keys(
         db_path,
-        api_keys=keys,
+        api_key=api_key,
+        tenant_id=tenant_id,
+        api_keys=api_keys,
         eval_keys=eval_keys,
         plans=plans,
         async_extraction=async_extraction,

@@ -5,16 +5,15 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 
 import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memorysync_local._app import DEV_API_KEY, create_app
+from memorysync_local._app import DEV_API_KEY
 from memorysync_local._extract import Extractor
+from memorysync_local._handle import ServerHandle, app_with_keys
 from memorysync_local._plans import DEFAULT_TENANT, Plan
-from memorysync_local._store import Store
 
 
 class _StartSignal:
@@ -60,7 +59,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-class ServedServer:
+class ServedServer(ServerHandle):
     """memorysync-local served by uvicorn on loopback from a background thread.
 
     ``base_url``, ``api_key``, ``tenant_id`` and ``db_path`` say how to reach it;
@@ -86,10 +85,7 @@ class ServedServer:
         port: int = 0,
         start_timeout: float = 30.0,
     ) -> None:
-        self.app = app
-        self.api_key = api_key
-        self.tenant_id = tenant_id
-        self.db_path = db_path
+        super().__init__(app, api_key=api_key, tenant_id=tenant_id, db_path=db_path)
         self._socket = bind_socket(host, port)
         bound_host, bound_port = self._socket.getsockname()[:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -110,16 +106,6 @@ class ServedServer:
             self.stop()
             raise RuntimeError(f"memorysync-local did not start within {start_timeout} s")
 
-    @property
-    def store(self) -> Store:
-        """The server's storage (for tests that wait on background extraction)."""
-        store: Store = self.app.state.store
-        return store
-
-    def wait_for_extraction(self, timeout: float | None = 10.0) -> bool:
-        """Block until background extraction (``async_extraction=True``) is done."""
-        return self.store.wait_for_extraction(timeout)
-
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving, join the thread, close the socket and the database. Idempotent."""
         self._server.should_exit = True
@@ -128,15 +114,7 @@ class ServedServer:
         self._socket.close()
         self.store.close()
 
-    def __enter__(self) -> ServedServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _shut_down(self) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -160,9 +138,11 @@ def serve_in_thread(
 
     Returns once the server accepts requests. Keys and plans as :func:`embedded`.
     """
-    app = create_app(
+    app = app_with_keys(
         db_path,
-        api_keys={api_key: tenant_id, **dict(api_keys or {})},
+        api_key=api_key,
+        tenant_id=tenant_id,
+        api_keys=api_keys,
         eval_keys=eval_keys,
         plans=plans,
         async_extraction=async_extraction,

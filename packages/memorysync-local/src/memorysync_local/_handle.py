@@ -1,0 +1,73 @@
+"""What the embedded and the served server have in common: the app, its keys, its store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import TypeVar
+
+from fastapi import FastAPI
+
+from memorysync_local._app import create_app
+from memorysync_local._extract import Extractor
+from memorysync_local._plans import Plan
+from memorysync_local._store import Store
+
+_Handle = TypeVar("_Handle", bound="ServerHandle")
+
+
+def app_with_keys(
+    db_path: str,
+    *,
+    api_key: str,
+    tenant_id: str,
+    api_keys: Mapping[str, str] | None,
+    eval_keys: Iterable[str],
+    plans: Mapping[str, Plan] | None,
+    async_extraction: bool,
+    extractor: Extractor | None,
+) -> FastAPI:
+    """The app over ``db_path`` with ``api_key`` a full key of ``tenant_id`` plus ``api_keys``."""
+    return create_app(
+        db_path,
+        api_keys={api_key: tenant_id, **dict(api_keys or {})},
+        eval_keys=eval_keys,
+        plans=plans,
+        async_extraction=async_extraction,
+        extractor=extractor,
+    )
+
+
+class ServerHandle:
+    """A running app with its development key; a context manager that shuts it down."""
+
+    def __init__(self, app: FastAPI, *, api_key: str, tenant_id: str, db_path: str) -> None:
+        self.app = app
+        self.api_key = api_key
+        self.tenant_id = tenant_id
+        self.db_path = db_path
+
+    @property
+    def store(self) -> Store:
+        """The server's storage (for tests that wait on background extraction)."""
+        store: Store = self.app.state.store
+        return store
+
+    def wait_for_extraction(self, timeout: float | None = 10.0) -> bool:
+        """Block until background extraction (``async_extraction=True``) is done."""
+        return self.store.wait_for_extraction(timeout)
+
+    def _shut_down(self) -> None:
+        """Release what the server holds (each subclass: its own public verb)."""
+        self.store.close()
+
+    def __enter__(self: _Handle) -> _Handle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._shut_down()

@@ -116,6 +116,34 @@ person().initiate_chat(b, message="Remember the exit handler.", max_turns=1, sil
     assert [t["content"] for t in fake_server.history] == ["Remember the exit handler.", "Noted."]
 
 
+def test_the_exit_flush_is_bounded_with_many_capabilities_and_the_server_down(fake_server):
+    fake_server.set_default(APPEND, Fault.hang())
+    script = (
+        _PRELUDE
+        + """
+import time
+import ag2_memorysync._bridge as bridge
+bridge.EXIT_FLUSH_SECONDS = 0.5
+keep = []
+for n in range(30):
+    m = MemorySyncCapability(user_id=f"u{n}", session_id="s", api_key="ms_test",
+                             base_url=sys.argv[1], tenant_id="t")
+    b = bot()
+    m.add_to_agent(b)
+    person().initiate_chat(b, message="Remember me at exit.", max_turns=1, silent=True)
+    keep.append((m, b))
+started = time.monotonic()
+bridge._at_exit()
+print(f"exit flush took {time.monotonic() - started:.2f}")
+"""
+    )
+    done = _run(script, fake_server.base_url, "exiter")
+    assert done.returncode == 0, done.stderr
+    took = float(done.stdout.rsplit("exit flush took ", 1)[1].split()[0])
+    assert took < 3.0  # the 0.5 s budget, generously; 30 capabilities must not add up
+    assert fake_server.history == []
+
+
 def test_a_forked_child_gets_its_own_background_loop(fake_server):
     script = (
         _PRELUDE

@@ -526,9 +526,20 @@ class MemorySyncCapability:
         return await state.aclose(timeout)
 
     def _flush_at_exit(self, timeout: float) -> int:
-        if self._closed or BRIDGE.in_loop_thread():
+        # Bounded by ``timeout`` itself (no grace period): the exit handler shares one
+        # deadline among every live capability.
+        if self._closed or BRIDGE.in_loop_thread() or not BRIDGE.running:
             return 0
-        return self.flush(timeout)
+        state = self._slot.state
+        if timeout <= 0:
+            return state.queue.pending if state is not None else 0
+        future = BRIDGE.submit(self._flush(timeout))
+        try:
+            return future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            state = self._slot.state
+            return state.queue.pending if state is not None else 0
 
     # ------------------------------------------------------------------ plumbing
 

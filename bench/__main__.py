@@ -1,0 +1,70 @@
+"""``python -m bench``: run every benchmark, write ``bench/results.md`` and ``latency.png``.
+
+Options::
+
+    python -m bench                      # everything, server sizes 1k / 10k / 100k
+    python -m bench --quick              # fewer repetitions (a smoke run)
+    python -m bench --sizes 1000 10000   # other sizes for the server's own benchmark
+    python -m bench --out /tmp/bench     # write the results elsewhere
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from . import budget, capture, hot_paths, loop_health, many_users, server_bench
+from ._report import chart, markdown
+from ._server import BenchServer
+from ._stats import Section
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks; returns the process exit code."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[1000, 10000, 100000],
+        help="memory counts for the server benchmark (item 7)",
+    )
+    parser.add_argument("--out", type=Path, default=HERE, help="directory for the results")
+    args = parser.parse_args(argv)
+
+    warnings.simplefilter("ignore")
+    logging.basicConfig(level=logging.ERROR)  # budget misses log warnings by design
+    started = time.perf_counter()
+    sections: list[Section] = []
+    with BenchServer() as server:
+        server.seed()
+        for module in (hot_paths, budget, loop_health, many_users, capture):
+            step = time.perf_counter()
+            print(f"running {module.__name__} ...", file=sys.stderr, flush=True)
+            sections += module.run(server, quick=args.quick)
+            print(f"  done in {time.perf_counter() - step:.1f} s", file=sys.stderr, flush=True)
+    print("running the server benchmark (item 7) ...", file=sys.stderr, flush=True)
+    sections.append(
+        Section(
+            title="7. memorysync-local at 1k / 10k / 100k memories",
+            setup="From the server's own benchmark (`bench/server_bench.py`, `run(sizes)`).",
+            markdown=server_bench.run(tuple(args.sizes)),
+        )
+    )
+    elapsed = time.perf_counter() - started
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.md").write_text(markdown(sections, elapsed=elapsed, quick=args.quick))
+    chart(sections, args.out / "latency.png")
+    print(f"wrote {args.out / 'results.md'} and latency.png in {elapsed:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

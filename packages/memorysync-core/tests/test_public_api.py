@@ -10,6 +10,9 @@ import memorysync_core
 from memorysync_core import errors
 
 EXPECTED = {
+    "AdapterSettings",
+    "ClearScope",
+    "check_clear_scope",
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",

@@ -14,19 +14,16 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memorysync_core import (
     DEFAULT_CONTEXT_TEMPLATE,
+    AdapterSettings,
     CapturedTurn,
     ClearResult,
+    ClearScope,
     DeliveryQueue,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
     UserMemory,
-)
-from memorysync_core._adapter import (
-    AdapterSettings,
-    ClearScope,
     check_clear_scope,
-    check_min_prompt_chars,
 )
 
 from ._bridge import BRIDGE, EXIT_FLUSH_SECONDS, track
@@ -145,16 +142,16 @@ class MemorySyncCapability:
         max_context_chars: int | None = None,
         clear_scope: ClearScope = "session",
     ) -> None:
-        check_min_prompt_chars(min_prompt_chars)
         if capture not in ("both", "sent", "received"):
             raise ValueError(f"capture must be 'both', 'sent' or 'received', got {capture!r}")
-        check_clear_scope(clear_scope)
         self._settings = AdapterSettings.build(
             surface=_SURFACE,
             user_id=user_id,
             session_id=session_id,
             top_k=top_k,
             recall_timeout=recall_timeout,
+            min_prompt_chars=min_prompt_chars,
+            clear_scope=clear_scope,
             context_template=context_template,
             min_score=min_score,
             max_context_chars=max_context_chars,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-ClearScope = Literal["session", "user"]
+from memorysync_core import ClearScope
 
 
 class MemorySyncMemoryConfig(BaseModel):

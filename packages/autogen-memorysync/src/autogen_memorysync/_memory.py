@@ -23,15 +23,16 @@ from typing_extensions import Self
 from memorysync_core import (
     DEFAULT_CONTEXT_TEMPLATE,
     MAX_TEXT_CHARS,
+    AdapterSettings,
     ClearResult,
+    ClearScope,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
     truncate_text,
 )
-from memorysync_core._adapter import AdapterSettings, check_clear_scope, check_min_prompt_chars
 
-from ._config import ClearScope, MemorySyncMemoryConfig
+from ._config import MemorySyncMemoryConfig
 from ._injection import block_source, read_messages, with_block, write_messages
 from ._query import find_query
 
@@ -105,8 +106,6 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         max_context_chars: int | None = None,
         transcript: bool = True,
     ) -> None:
-        check_clear_scope(clear_scope)
-        check_min_prompt_chars(min_prompt_chars)
         if not isinstance(transcript, bool):
             raise ValueError(f"transcript must be True or False, got {transcript!r}")
         settings = AdapterSettings.build(
@@ -115,6 +114,8 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             session_id=session_id,
             top_k=top_k,
             recall_timeout=recall_timeout,
+            min_prompt_chars=min_prompt_chars,
+            clear_scope=clear_scope,
             context_template=context_template,
             min_score=min_score,
             max_context_chars=max_context_chars,

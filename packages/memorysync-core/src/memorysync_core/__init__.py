@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 from . import errors
+from ._adapter import AdapterSettings, ClearScope, check_clear_scope
 from ._client import MemorySyncAPI
 from ._delivery import DeliveryQueue
 from ._errors import (
@@ -57,9 +58,11 @@ __all__ = [
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
+    "AdapterSettings",
     "AuthError",
     "CapturedTurn",
     "ClearResult",
+    "ClearScope",
     "ContextRenderer",
     "DeliveryQueue",
     "MemorySyncAPI",
@@ -77,6 +80,7 @@ __all__ = [
     "__version__",
     "assistant_turn_seed",
     "call_with_retries",
+    "check_clear_scope",
     "errors",
     "fnv1a64",
     "new_capture_id",

@@ -3,7 +3,7 @@
 The AutoGen memory and the AG2 capability take the same recall, rendering and
 connection parameters; this module checks them (``ValueError`` naming the parameter)
 and builds the client and the per-user façade, so the two adapters cannot drift apart.
-Private to the MemorySync packages, which release together.
+Public so that a third adapter can reuse it; applications never need it.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class AdapterSettings:
     session_id: str
     top_k: int
     recall_timeout: float
+    min_prompt_chars: int
+    clear_scope: ClearScope
     renderer: ContextRenderer
     api_key: str | None
     base_url: str | None
@@ -65,6 +67,8 @@ class AdapterSettings:
         session_id: str,
         top_k: int,
         recall_timeout: float,
+        min_prompt_chars: int,
+        clear_scope: ClearScope,
         context_template: str | None,
         min_score: float | None,
         max_context_chars: int | None,
@@ -74,7 +78,11 @@ class AdapterSettings:
         tenant_id: str | None,
         transport: httpx.AsyncBaseTransport | None,
     ) -> AdapterSettings:
-        """Validate the settings (``context_template=None``: the built-in template)."""
+        """Validate the settings (``context_template=None``: the built-in template).
+
+        Raises ValueError naming the parameter; ``user_id``, ``session_id``, ``top_k``
+        and ``recall_timeout`` are checked by :meth:`open` (through ``UserMemory``).
+        """
         if context_template is not None and not isinstance(context_template, str):
             raise ValueError(
                 f"context_template must be a string containing '{{context}}', "
@@ -93,6 +101,8 @@ class AdapterSettings:
             session_id=session_id,
             top_k=top_k,
             recall_timeout=recall_timeout,
+            min_prompt_chars=check_min_prompt_chars(min_prompt_chars),
+            clear_scope=check_clear_scope(clear_scope),
             renderer=renderer,
             api_key=api_key,
             base_url=base_url,

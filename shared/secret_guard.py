@@ -204,13 +204,12 @@ _root_level: int | None = None
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _handler, _root_level
     # Keep caplog's default view (WARNING and up) although the root logger goes to DEBUG.
     if config.getoption("log_level", None) is None and not config.getini("log_level"):
         config.option.log_level = "WARNING"
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    global _handler, _root_level
+    # Here, not at session start: pytest's logging plugin restores the root logger's
+    # level after its own session-start hook, which would undo a later change.
     root = logging.getLogger()
     _root_level = root.level
     _handler = _CaptureHandler(guard)

@@ -130,7 +130,13 @@ def cross(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the documentation site in strict mode."""
-    session.install("mkdocs==1.6.1", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26,<1")
+    # pymdown-extensions 12+ breaks mkdocstrings' highlighting (Highlight.__init__ needs md).
+    session.install(
+        "mkdocs==1.6.1",
+        "mkdocs-material>=9.5,<10",
+        "mkdocstrings[python]>=0.26,<1",
+        "pymdown-extensions>=10.2,<12",
+    )
     session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")
 

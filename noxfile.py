@@ -121,7 +121,7 @@ def ag2(session: nox.Session, framework: str) -> None:
 @nox.session
 def cross(session: nox.Session) -> None:
     """Cross-package tests: fault injection, secrets, examples, docs snippets."""
-    session.install(*TEST_TOOLS, "schemathesis>=3.39,<4", "hypothesis>=6")
+    session.install(*TEST_TOOLS, "schemathesis>=3.39,<4", "hypothesis==6.170.9")
     session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.run("pytest", "tests", *session.posargs)

@@ -57,11 +57,11 @@ def test_the_policy_retries_transient_failures_only() -> None:
     assert policy.is_retryable(APIConnectionError("x"))
     assert policy.is_retryable(ServerError("x", status_code=503))
     assert policy.is_retryable(RateLimitError("x"))
+    assert policy.is_retryable(ResponseFormatError("x"))
     for error in (
         ValidationError("x", status_code=422),
         AuthError("x", status_code=401),
         NotFoundError("x", status_code=404),
-        ResponseFormatError("x"),
         ValueError("x"),
     ):
         assert not policy.is_retryable(error)

@@ -528,6 +528,15 @@ def test_a_blank_or_missing_key_is_a_constructor_error(monkeypatch: pytest.Monke
         MemorySyncAPI("   ")
 
 
+@pytest.mark.parametrize("flaw", ["\nx", " x", "\x00", "é"])
+def test_a_key_that_cannot_be_a_header_is_refused_without_echoing_it(flaw: str) -> None:
+    secret = "ms_secret_0123456789abcdef"
+    with pytest.raises(ValueError, match="cannot be sent in an HTTP header") as caught:
+        MemorySyncAPI(secret + flaw)
+    assert secret not in str(caught.value)
+    assert secret not in repr(caught.value)
+
+
 def test_configuration_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORYSYNC_API_KEY", "ms_env")
     monkeypatch.setenv("MEMORYSYNC_BASE_URL", "http://127.0.0.1:9/")

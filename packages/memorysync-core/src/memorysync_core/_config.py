@@ -20,7 +20,14 @@ def resolve_api_key(api_key: str | None) -> str:
             "api_key is missing or blank: pass api_key=... or set the "
             f"{ENV_API_KEY} environment variable (keys look like 'ms_...')"
         )
-    return key.strip()
+    key = key.strip()
+    if not all("!" <= char <= "~" for char in key):
+        # Never echo it: a key with a stray newline or space is still mostly a secret.
+        raise ValueError(
+            "api_key contains a character that cannot be sent in an HTTP header "
+            "(whitespace, a control character or non-ASCII); check how it was copied"
+        )
+    return key
 
 
 def resolve_base_url(base_url: str | None) -> str:

@@ -10,7 +10,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ._errors import APIConnectionError, MemorySyncError, RateLimitError, ServerError
+from ._errors import (
+    APIConnectionError,
+    MemorySyncError,
+    RateLimitError,
+    ResponseFormatError,
+    ServerError,
+)
 
 T = TypeVar("T")
 
@@ -21,8 +27,9 @@ _logger = logging.getLogger("memorysync.client")
 class RetryPolicy:
     """Bounded exponential backoff with jitter for transient failures.
 
-    Retried: transport errors (timeouts included), 5xx and 429. Never retried:
-    validation, auth, not-found and malformed answers. A 429's ``retry_after`` is
+    Retried: transport errors (timeouts included), 5xx, 429 and malformed answers (a
+    proxy's HTML page with a 200; every retry resends the same ids, so it is safe).
+    Never retried: validation, auth and not-found. A 429's ``retry_after`` is
     honoured up to ``max_retry_after`` seconds; a 429 asking for more than that is an
     exhausted quota (an evaluation key answers with the time until its reset), not a
     blip, and is not retried.
@@ -52,10 +59,13 @@ class RetryPolicy:
             raise ValueError(f"jitter must be between 0 and 1, got {self.jitter!r}")
 
     def is_retryable(self, exc: BaseException) -> bool:
-        """True for transport errors, timeouts, 5xx and 429 (unless it asks to wait too long)."""
+        """True for transport errors, timeouts, 5xx, malformed answers and 429.
+
+        A 429 asking to wait longer than ``max_retry_after`` is not retried.
+        """
         if isinstance(exc, RateLimitError):
             return exc.retry_after is None or exc.retry_after <= self.max_retry_after
-        return isinstance(exc, (APIConnectionError, ServerError))
+        return isinstance(exc, (APIConnectionError, ServerError, ResponseFormatError))
 
     def delay(self, attempt: int, exc: BaseException) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""

@@ -1,7 +1,8 @@
 """A pytest plugin that fails the session if a test API key shows up anywhere it should not.
 
-For the whole session it captures every log record (root logger at DEBUG: the formatted
-message, the raw args and the exception text) and the text of every failed test report.
+For the whole session it captures every log record of every logger at every level,
+DEBUG included (the formatted message, the raw args and the exception text), and the
+text of every failed test report.
 Tests add what else they produce: exception messages and reprs, ``repr()`` of objects,
 dumped components. At the end of the session each captured text is searched for every
 registered key; any hit fails the run with a report naming where it was seen (the key
@@ -20,9 +21,10 @@ Use it in a test::
 ``register_secret(key)``. Loading: list ``"shared.secret_guard"`` in the root
 conftest's ``pytest_plugins``.
 
-Log levels: the root logger is set to DEBUG so that every record is produced and seen.
-So that ``caplog`` keeps its usual view (WARNING and up unless a test asks for more),
-the plugin sets pytest's ``log_level`` to WARNING when the configuration does not set one.
+Log levels: the plugin makes every logger produce every record and hands each one to
+the guard first; the logger's own handlers (and ``caplog``, and pytest's reports) still
+get only the records its configured level lets through, so no test sees more or fewer
+records than it would without the plugin. ``logging.disable()`` is still honoured.
 """
 
 from __future__ import annotations
@@ -200,21 +202,35 @@ def observe(*values: object, where: str = "observed") -> None:
 # --------------------------------------------------------------------------- pytest hooks
 
 _handler: _CaptureHandler | None = None
-_root_level: int | None = None
+_original_is_enabled_for = logging.Logger.isEnabledFor
+_original_call_handlers = logging.Logger.callHandlers
+
+
+def _see_everything(self: logging.Logger, level: int) -> bool:
+    # Every record is produced (logging.disable() still wins)...
+    return not self.manager.disable >= level
+
+
+def _deliver(self: logging.Logger, record: logging.LogRecord) -> None:
+    # ...the guard sees it, and everyone else sees exactly what they saw before.
+    if _handler is not None:
+        _handler.handle(record)
+    if _original_is_enabled_for(self, record.levelno):
+        _original_call_handlers(self, record)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _handler, _root_level
-    # Keep caplog's default view (WARNING and up) although the root logger goes to DEBUG.
-    if config.getoption("log_level", None) is None and not config.getini("log_level"):
-        config.option.log_level = "WARNING"
-    # Here, not at session start: pytest's logging plugin restores the root logger's
-    # level after its own session-start hook, which would undo a later change.
-    root = logging.getLogger()
-    _root_level = root.level
+    global _handler
     _handler = _CaptureHandler(guard)
-    root.addHandler(_handler)
-    root.setLevel(logging.DEBUG)
+    logging.Logger.isEnabledFor = _see_everything  # type: ignore[method-assign]
+    logging.Logger.callHandlers = _deliver  # type: ignore[method-assign]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _handler
+    logging.Logger.isEnabledFor = _original_is_enabled_for  # type: ignore[method-assign]
+    logging.Logger.callHandlers = _original_call_handlers  # type: ignore[method-assign]
+    _handler = None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -236,11 +252,6 @@ def secret_guard() -> SecretGuard:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    root = logging.getLogger()
-    if _handler is not None:
-        root.removeHandler(_handler)
-    if _root_level is not None:
-        root.setLevel(_root_level)
     leaks = guard.leaks()
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if not leaks:

@@ -21,7 +21,8 @@ from autogen import ConversableAgent, UserProxyAgent
 from autogen.testing import TestAgent
 
 from ag2_memorysync import MemorySyncCapability
-from memorysync_core.errors import APIConnectionError, MemorySyncError, ServerError
+from memorysync_core import RetryPolicy
+from memorysync_core.errors import MemorySyncError
 from shared.fake_server import FakeServer, Fault
 from shared.faults import (
     FAULTS,
@@ -119,19 +120,8 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 # --------------------------------------------------------------------------- hot path
 
-# Known bug (reported): a 2xx non-JSON answer to the tenant lookup is a non-retryable
-# ResponseFormatError, so the delivery queue DROPS the captured turns waiting on it.
-_DROPS_TURNS = pytest.mark.xfail(
-    strict=True,
-    reason="delivery drops turns when the tenant lookup answers 200 with a non-JSON body",
-)
 HOT_PATH_CASES = [pytest.param(c, RECALL, id=f"recall-{c}") for c in FAULTS] + [
-    pytest.param(
-        c,
-        TENANT,
-        id=f"tenant-{c}",
-        marks=[_DROPS_TURNS] if c.id == "malformed-json" else [],
-    )
+    pytest.param(c, TENANT, id=f"tenant-{c}")
     for c in FAULTS
     if c.id in ("never-answers", "503", "reset-mid-response", "malformed-json")
 ]
@@ -265,7 +255,7 @@ def test_save_raises_the_typed_error_naming_route_and_status(
     check_error(caught.value, case, "POST", ADD, TEST_API_KEY)
     observe(caught.value, where="ag2 save")
     attempts = fake_server.requests_to(ADD)
-    retried = isinstance(caught.value, (APIConnectionError, ServerError))
+    retried = RetryPolicy().is_retryable(caught.value)
     assert len(attempts) == (3 if retried else 1)
     assert len({a.body for a in attempts}) == 1  # the same client_ref every time
 

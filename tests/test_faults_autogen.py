@@ -18,6 +18,7 @@ from autogen_agentchat.messages import MemoryQueryEvent
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from autogen_memorysync import MemorySyncMemory
+from memorysync_core import RetryPolicy
 from memorysync_core.errors import APIConnectionError, MemorySyncError, ServerError
 from shared.fake_server import FakeServer, Fault
 from shared.faults import (
@@ -190,7 +191,7 @@ async def test_add_turn_pair_raises_the_typed_error_naming_route_and_status(
         observe(caught.value, where="autogen add_turn_pair")
         attempts = fake_server.requests_to(APPEND)
         # Retryable failures were retried with the very same body; the others were not.
-        retried = isinstance(caught.value, (APIConnectionError, ServerError))
+        retried = RetryPolicy().is_retryable(caught.value)
         assert len(attempts) == (3 if retried else 1)
         assert len({a.body for a in attempts}) == 1
     finally:

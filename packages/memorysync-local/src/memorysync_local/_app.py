@@ -18,6 +18,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query
 from memorysync_local._errors import GuardMiddleware, install_error_handlers
 from memorysync_local._extract import Extractor, RuleBasedExtractor
 from memorysync_local._models import (
+    ERROR_RESPONSES,
     MAX_INT,
     AddMemoryBody,
     AddTurnBody,
@@ -75,6 +76,7 @@ def create_app(
         title="memorysync-local",
         version=__version__,
         description="A MemorySync-compatible server on SQLite (offline, single node).",
+        responses=ERROR_RESPONSES,
     )
     app.state.store = store
     app.state.keys = keys
@@ -187,7 +189,8 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
     ) -> dict[str, Any]:
         """Ingestion status of one memory of the key's tenant."""
         raw = memory_id[2:] if memory_id.startswith("m_") else memory_id
-        if not raw.isdigit() or not 0 < int(raw) <= MAX_INT:
+        # isdigit() alone admits digits int() refuses ("¹") or reads (Arabic-Indic).
+        if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= MAX_INT:
             raise HTTPException(
                 422, f"memory_id: expected an integer or m_<integer>, got {memory_id!r}"
             )

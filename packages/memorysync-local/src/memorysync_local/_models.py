@@ -199,3 +199,53 @@ class HistoryDeleteBody(_Body):
         if (self.session_id is None) == (self.ids is None):
             raise ValueError("send exactly one of session_id or ids")
         return self
+
+
+# ----------------------------------------------------------------- error answers (OpenAPI)
+
+
+class ValidationIssue(BaseModel):
+    """One entry of a validation error's ``detail`` list."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorAnswer(BaseModel):
+    """``{"detail": "text"}``, or a validation list ``{"detail": [{loc, msg, type}]}``."""
+
+    detail: str | list[ValidationIssue]
+
+
+class RetryError(BaseModel):
+    """The ``error`` object of a 429 or 503 answer."""
+
+    message: str
+    type: str | None = None
+    retry_after: float | None = None
+
+
+class RetryAnswer(BaseModel):
+    """A 429 (quota) or 503 (database busy) answer, with a retry hint."""
+
+    error: RetryError
+    retry_after: float | None = None
+
+
+def _answer(model: type[BaseModel], description: str) -> dict[str, Any]:
+    return {"model": model, "description": description}
+
+
+# Declared on every route, so the OpenAPI document describes every answer the app gives.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _answer(ErrorAnswer, "Rejected request (a header or body that cannot be used)"),
+    401: _answer(ErrorAnswer, "Missing or unknown API key"),
+    403: _answer(ErrorAnswer, "The key does not own this tenant, or lacks the scope"),
+    404: _answer(ErrorAnswer, "Not visible to the caller"),
+    409: _answer(ErrorAnswer, "Conflicting request"),
+    413: _answer(ErrorAnswer, "Body larger than the server accepts"),
+    422: _answer(ErrorAnswer, "Validation error naming the field"),
+    429: _answer(RetryAnswer, "Over the plan's limit (evaluation keys)"),
+    503: _answer(RetryAnswer, "The database is busy; retry shortly"),
+}

@@ -38,7 +38,13 @@ class Plan:
     def parse(cls, spec: str) -> Plan:
         """Parse ``free:N`` or ``evaluation:N``."""
         mode, sep, limit = spec.partition(":")
-        if not sep or mode not in ("free", "evaluation") or not limit.strip().isdigit():
+        limit = limit.strip()
+        if (
+            not sep
+            or mode not in ("free", "evaluation")
+            or not limit.isascii()
+            or not limit.isdigit()
+        ):
             raise ValueError(f"plan must look like 'free:N' or 'evaluation:N', got {spec!r}")
         return cls(mode="free" if mode == "free" else "evaluation", monthly_limit=int(limit))
 

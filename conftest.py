@@ -1,3 +1,7 @@
-"""Root conftest: every package's tests get the shared test kit's fixtures."""
+"""Root conftest: every package's tests get the shared test kit's fixtures.
 
-pytest_plugins = ["shared.fake_server", "shared.local_server"]
+``shared.secret_guard`` watches the whole session for the test API keys: a key in any
+log record, failed-test report or observed repr/error fails the run.
+"""
+
+pytest_plugins = ["shared.fake_server", "shared.local_server", "shared.secret_guard"]

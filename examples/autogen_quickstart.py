@@ -18,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import os
 
-import memorysync_local
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import MemoryQueryEvent
 from autogen_core.models import ChatCompletionClient
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
+import memorysync_local
 from autogen_memorysync import MemorySyncMemory
 
 USER = "alice"

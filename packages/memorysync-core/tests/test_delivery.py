@@ -199,6 +199,33 @@ async def test_a_422_drops_the_batch_without_retrying(
     await memory.aclose()
 
 
+async def test_one_refused_turn_does_not_take_its_batch_with_it() -> None:
+    memory = UserMemory(
+        MemorySyncAPI(API_KEY, base_url="http://127.0.0.1:9"),
+        user_id="ann",
+        session_id="s",
+        surface="ag2",
+    )
+    delivered: list[str] = []
+    attempts: list[int] = []
+
+    async def deliver(turns: Sequence[CapturedTurn]) -> None:
+        attempts.append(len(turns))
+        if any("\x00" in turn.text for turn in turns):
+            raise ValidationError("turns.1.content: NUL", status_code=422)
+        delivered.extend(turn.text for turn in turns)
+
+    queue = DeliveryQueue(deliver, policy=FAST_RETRY, max_batch=100)
+    texts = ["I live in Oslo.", "bad\x00turn", "Noted.", "I like tea.", "Sure."]
+    for text in texts:
+        queue.submit(memory.capture("user", text))
+    assert await queue.flush(timeout=10) == 0
+    assert delivered == ["I live in Oslo.", "Noted.", "I like tea.", "Sure."]
+    assert queue.dropped == 1
+    assert attempts[0] == 5  # one batch first; halves only after the refusal
+    await queue.aclose()
+
+
 async def test_flush_reports_the_undelivered_turns_while_the_server_stays_down(
     fake_server: FakeServer,
 ) -> None:

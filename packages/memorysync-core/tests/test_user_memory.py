@@ -165,3 +165,25 @@ async def test_record_turns_refuses_turns_from_another_scope(memory: UserMemory)
     stranger = CapturedTurn.capture("user", "x", scope="ag2::other")
     with pytest.raises(ValueError, match="ag2::other"):
         await memory.record_turns([stranger])
+
+
+async def test_search_cuts_long_queries_and_refuses_a_bad_k(
+    memory: UserMemory, fake_server: FakeServer
+) -> None:
+    await memory.search("where " * 5000)
+    sent = fake_server.requests_to("/v1/memory/query")[-1].json
+    assert len(sent["prompt"]) == 16_000
+    assert sent["k"] == memory.top_k
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="k must be"):
+            await memory.search("where do I live?", k=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="query must be"):
+        await memory.search("  ")
+
+
+async def test_recall_cuts_long_prompts_instead_of_losing_the_turn(
+    memory: UserMemory, fake_server: FakeServer
+) -> None:
+    await memory.recall("tell me " * 5000)
+    sent = fake_server.requests_to("/v1/memory/recall")[-1].json
+    assert len(sent["prompt"]) == 16_000

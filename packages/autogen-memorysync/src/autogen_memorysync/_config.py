@@ -25,8 +25,9 @@ class MemorySyncMemoryConfig(BaseModel):
         )
     """
 
-    # Unknown fields are refused, so a key cannot be smuggled into a config file.
-    model_config = ConfigDict(extra="forbid")
+    # Unknown fields are refused, so a key cannot be smuggled into a config file; and a
+    # refusal never quotes the input, which may be that very key.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     user_id: str = Field(description="End user the memories belong to (required).")
     session_id: str = Field(default="default", description="Transcript scope: autogen::<session>.")

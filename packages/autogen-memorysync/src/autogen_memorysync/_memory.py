@@ -22,14 +22,12 @@ from typing_extensions import Self
 
 from memorysync_core import (
     DEFAULT_CONTEXT_TEMPLATE,
-    MAX_TEXT_CHARS,
     AdapterSettings,
     ClearResult,
     ClearScope,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
-    truncate_text,
 )
 
 from ._config import MemorySyncMemoryConfig
@@ -244,7 +242,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         query = find_query(messages)
         recalled = RecallResult.EMPTY
         if query is not None and len(query[1]) >= self._min_prompt_chars:
-            recalled = await self._memory.recall(truncate_text(query[1], limit=MAX_TEXT_CHARS))
+            recalled = await self._memory.recall(query[1])
         updated = with_block(
             messages,
             source=self._block_source,
@@ -384,7 +382,11 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         )
 
     async def close(self) -> None:
-        """Release the HTTP client (shared connections close with their last user)."""
+        """Release the HTTP client (shared connections close with their last user).
+
+        AutoGen may reuse a memory after ``close()`` (a team reset, say): a later call
+        simply takes a connection again, so close it again when you are done.
+        """
         await self._memory.aclose()
 
     # -- component config ---------------------------------------------------------------

@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from ._errors import MemorySyncError
+from ._errors import MemorySyncError, ValidationError
 from ._retry import RetryPolicy
 from ._turns import CapturedTurn
 
@@ -132,6 +132,13 @@ class DeliveryQueue:
                 return
             except MemorySyncError as exc:
                 if not self._policy.is_retryable(exc):
+                    if isinstance(exc, ValidationError) and len(batch) > 1:
+                        # One refused turn must not take the others with it: the halves
+                        # go on their own (same turns, same keys, so nothing doubles).
+                        middle = len(batch) // 2
+                        await self._deliver_batch(batch[:middle])
+                        await self._deliver_batch(batch[middle:])
+                        return
                     self._dropped += len(batch)
                     _logger.error(
                         "dropped %s turns: the server refused them (%s, status %s)",

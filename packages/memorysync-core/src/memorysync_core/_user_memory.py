@@ -180,11 +180,14 @@ class UserMemory:
     # ----------------------------------------------------------------- reads
 
     async def recall(self, prompt: str) -> RecallResult:
-        """The block for ``prompt`` within ``recall_timeout``; EMPTY on any failure."""
+        """The block for ``prompt`` within ``recall_timeout``; EMPTY on any failure.
+
+        A prompt longer than 16,000 characters is cut (the server refuses longer ones).
+        """
         return await recall_within_budget(
             self._api,
             user_id=self._user_id,
-            prompt=prompt,
+            prompt=truncate_text(prompt) if isinstance(prompt, str) else prompt,
             k=self.top_k,
             timeout=self.recall_timeout,
             renderer=self.renderer,
@@ -193,9 +196,19 @@ class UserMemory:
     async def search(
         self, query: str, *, k: int | None = None, min_score: float | None = None
     ) -> list[RecalledMemory]:
-        """Semantic search over the user's memories (``/v1/memory/query``); raises on failure."""
+        """Semantic search over the user's memories (``/v1/memory/query``); raises on failure.
+
+        ``k`` defaults to ``top_k``; a query longer than 16,000 characters is cut.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError(f"query must be a non-empty string, got {query!r:.40}")
+        if k is None:
+            k = self.top_k
+        elif isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an integer >= 1 or None, got {k!r}")
+        prompt = truncate_text(query)
         answer = await call_with_retries(
-            lambda: self._api.query(user_id=self._user_id, prompt=query, k=k or self.top_k),
+            lambda: self._api.query(user_id=self._user_id, prompt=prompt, k=k),
             self.retry,
         )
         memories = parse_memories(answer.get("memories", []))

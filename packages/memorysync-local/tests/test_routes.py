@@ -147,6 +147,24 @@ async def test_recall_equal_scores_prefer_the_newest(client: httpx.AsyncClient) 
     assert best["value"] == "Teaches chess"
 
 
+async def test_the_same_fact_from_two_sessions_is_recalled_once(
+    client: httpx.AsyncClient, server: Any
+) -> None:
+    for day, session in (("01", "autogen::s1"), ("02", "autogen::s2")):
+        said = turn(
+            "I prefer aisle seats.",
+            occurred_at=f"2026-11-{day}T10:00:00Z",
+            metadata={"session_id": session},
+        )
+        await client.post("/v1/memory/add_turn", json=said)
+    assert len(stored_memories(server, T, "ana")) == 2  # both sessions keep their fact
+    answer = await client.post(
+        "/v1/memory/recall", json={"tenant_id": T, "user_id": "ana", "prompt": "aisle seats"}
+    )
+    assert [m["value"] for m in answer.json()["memories"]] == ["Prefers aisle seats"]
+    assert answer.json()["context"].count("Prefers aisle seats") == 1
+
+
 async def test_query_returns_memories_only(client: httpx.AsyncClient) -> None:
     await client.post("/v1/memory/add_turn", json=turn("I prefer window seats."))
     answer = await client.post(

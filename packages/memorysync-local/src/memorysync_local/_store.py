@@ -437,7 +437,11 @@ class Store:
         # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
         items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)
         items.sort(key=lambda i: i["score"], reverse=True)
-        return items[:k]
+        # The same fact told in two sessions is two memories; recall it once (the newest).
+        unique: dict[str, dict[str, Any]] = {}
+        for item in items:
+            unique.setdefault(" ".join(item["text"].casefold().split()), item)
+        return list(unique.values())[:k]
 
     def list_memories(
         self, tenant: str, user_id: str, limit: int, offset: int

@@ -26,9 +26,17 @@ from memorysync_core import (
     check_clear_scope,
 )
 
+from . import _holds
 from ._bridge import BRIDGE, EXIT_FLUSH_SECONDS, track
 from ._content import utterance_text
-from ._injection import copy_for_model, editable_last, prompt_of, show_to_model
+from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
+from ._injection import (
+    copy_for_model,
+    editable_last,
+    is_copy_hook_registered,
+    prompt_of,
+    show_to_model,
+)
 from ._protocols import HookableAgent
 from ._registry import Attachment, Group, Membership
 from ._roles import has_model, speaks_for_a_person
@@ -51,10 +59,24 @@ class _LoopState:
     generation: int
     memory: UserMemory
     queue: DeliveryQueue
+    held: HeldTurns
+    warming: asyncio.Task[None] | None = None
+
+    @property
+    def pending(self) -> int:
+        """Captured turns not delivered yet, held ones included."""
+        return self.queue.pending + self.held.count
 
     async def aclose(self, timeout: float) -> int:
         """Flush for up to ``timeout`` seconds, stop the queue, release the connection."""
+        self.held.release()
         left = await self.queue.aclose(timeout)
+        warming = self.warming
+        if warming is not None and not warming.done():
+            # Closing the client under an in-flight warm-up would strand its socket: let it
+            # finish (it never raises), within the same bound as the flush.
+            await asyncio.wait({warming}, timeout=max(timeout, 0.1))
+            warming.cancel()
         await self.memory.aclose()
         return left
 
@@ -172,6 +194,8 @@ class MemorySyncCapability:
         self._capture = capture
         self._clear_scope: ClearScope = clear_scope
         key = (api.base_url, api.project_id, tenant_id, user_id, session_id)
+        self._user_key: UserKey = key[:4]
+        self._agents: weakref.WeakSet[object] = weakref.WeakSet()  # attached by this one
         # Released by close() or, failing that, when this capability is collected.
         self._membership = Membership(key)
         self._group: Group = self._membership.group
@@ -228,6 +252,8 @@ class MemorySyncCapability:
             ValueError: ``speaks_for_person`` is not None, True or False.
             RuntimeError: the capability is closed.
         """
+        # Everything is checked before the agent is touched, so attaching either
+        # completes or leaves the agent as it was.
         if self._closed:
             raise RuntimeError("this MemorySyncCapability is closed")
         if not isinstance(agent, HookableAgent):
@@ -236,6 +262,7 @@ class MemorySyncCapability:
                 f"{type(agent).__name__}; install the classic framework "
                 "(pip install autogen, or ag2<0.14.1) and pass one of its agents"
             )
+        _check_hook_lists(agent)
         if speaks_for_person is not None and not isinstance(speaks_for_person, bool):
             raise ValueError(
                 f"speaks_for_person must be None, True or False, got {speaks_for_person!r}"
@@ -246,9 +273,13 @@ class MemorySyncCapability:
             captures_received=self._capture in ("both", "received"),
             owner=self._membership.owner,
         )
+        if agent in self._agents:
+            return
         if not self._group.attach(agent, attachment):
             return
+        self._agents.add(agent)
         self._register(agent)
+        RECALLERS.add(self._user_key, self)
         track(self)  # the exit handler flushes it, even before its first turn is queued
         self._submit_quietly(self._warm_up())
 
@@ -278,7 +309,8 @@ class MemorySyncCapability:
                 type(agent).__name__,
             )
 
-        agent.register_hook("process_all_messages_before_reply", copy_for_model)
+        if not is_copy_hook_registered(agent):  # shared by every capability on the agent
+            agent.register_hook("process_all_messages_before_reply", copy_for_model)
 
         def memorysync_recall(
             recipient: object,
@@ -315,8 +347,8 @@ class MemorySyncCapability:
     # ------------------------------------------------------------------ capture
 
     def _on_send(self, agent: object, message: object, recipient: object) -> None:
-        attachment = self._group.attachment(agent)
-        if self._closed or attachment is None or not attachment.captures_sent:
+        attachment = self._acting_attachment(agent)
+        if attachment is None or not attachment.captures_sent:
             return
         text = utterance_text(message)
         if text is None:
@@ -332,8 +364,8 @@ class MemorySyncCapability:
         self._capture_relay(speaker, message, recipient, text)
 
     def _on_receive(self, agent: object, message: object, sender: object) -> None:
-        attachment = self._group.attachment(agent)
-        if self._closed or attachment is None or not attachment.captures_received:
+        attachment = self._acting_attachment(agent)
+        if attachment is None or not attachment.captures_received:
             return
         sender_attachment = self._group.attachment(sender)
         if sender_attachment is not None and sender_attachment.captures_sent:
@@ -354,6 +386,15 @@ class MemorySyncCapability:
         if self._group.first_sight_of_relay(message, receiver):
             self._capture_turn(speaker, text)
 
+    def _acting_attachment(self, agent: object) -> Attachment | None:
+        """This capability's attachment to ``agent`` when it does the work there."""
+        if self._closed:
+            return None
+        attachment = self._group.attachment(agent)
+        if attachment is None or attachment.owner is not self._membership.owner:
+            return None  # not attached, or another capability of the group acts
+        return attachment
+
     def _capture_turn(self, speaker: object, text: str) -> None:
         attachment = self._group.attachment(speaker)
         override = attachment.speaks_for_person if attachment is not None else None
@@ -365,10 +406,17 @@ class MemorySyncCapability:
             scope=self._scope,
             name=name if isinstance(name, str) else None,
         )
-        BRIDGE.call_soon(lambda: self._enqueue(turn))
+        # A person's words feed fact extraction: held until the reply they prompt has
+        # recalled (see _holds), so that recall never finds them.
+        budget = RECALLERS.budget(self._user_key) if person else None
+        BRIDGE.call_soon(lambda: self._enqueue(turn, budget))
 
-    def _enqueue(self, turn: CapturedTurn) -> None:
-        self._loop_state().queue.submit(turn)
+    def _enqueue(self, turn: CapturedTurn, budget: float | None) -> None:
+        held = self._loop_state().held
+        if budget is None:
+            held.add(turn)
+        else:
+            held.hold(self._user_key, turn, budget + HOLD_MARGIN)
 
     # ------------------------------------------------------------------ recall
 
@@ -378,15 +426,25 @@ class MemorySyncCapability:
             return attachment.speaks_for_person
         return speaks_for_a_person(agent)
 
+    def _recalls_on(self, agent: object) -> bool:
+        """True when this capability recalls before ``agent``'s model replies."""
+        if self._acting_attachment(agent) is None:
+            return False
+        return has_model(agent) and not self._is_persons(agent)
+
+    def _recall_budget(self) -> float | None:
+        """``recall_timeout`` while some agent this capability serves may recall, else None."""
+        if any(self._recalls_on(agent) for agent in list(self._agents)):
+            return self._recall_timeout
+        return None
+
     def _recall_prompt(
         self, agent: object, messages: list[dict[str, Any]] | None
     ) -> tuple[list[dict[str, Any]], str | None] | None:
         """(the editable copy, the prompt or None) when this turn is ours to handle."""
-        if self._closed or self._group.attachment(agent) is None:
+        if not self._recalls_on(agent):
             return None
-        if not has_model(agent) or self._is_persons(agent):
-            return None
-        last = editable_last(agent, messages)
+        last = editable_last(agent, messages, self._membership.owner)
         if last is None or messages is None:
             return None
         prompt = prompt_of(last)
@@ -399,34 +457,52 @@ class MemorySyncCapability:
         if target is None:
             return
         copy, prompt = target
+        ticket = _Ticket()
         block = ""
-        if prompt is not None and not BRIDGE.in_loop_thread():
-            future = BRIDGE.submit(self._recall(prompt))
-            try:
-                block = future.result(timeout=self._recall_timeout).block
-            except concurrent.futures.TimeoutError:
-                future.cancel()
-                self._over_budget()
-        show_to_model(copy, block)
+        try:
+            if prompt is not None and not BRIDGE.in_loop_thread():
+                future = BRIDGE.submit(self._recall(prompt, ticket))
+                try:
+                    block = future.result(timeout=self._recall_timeout).block
+                except concurrent.futures.TimeoutError:
+                    future.cancel()
+                    self._over_budget()
+        finally:
+            self._release_held(ticket)
+        show_to_model(copy, block, self._membership.owner)
 
     async def _recall_async(self, agent: object, messages: list[dict[str, Any]] | None) -> None:
         target = self._recall_prompt(agent, messages)
         if target is None:
             return
         copy, prompt = target
+        ticket = _Ticket()
         block = ""
-        if prompt is not None:
-            future = BRIDGE.submit(self._recall(prompt))
-            try:
-                # Awaiting a wrapped thread-safe future: the caller's loop keeps running.
-                result = await asyncio.wait_for(asyncio.wrap_future(future), self._recall_timeout)
-                block = result.block
-            except asyncio.TimeoutError:
-                self._over_budget()
-        show_to_model(copy, block)
+        try:
+            if prompt is not None:
+                future = BRIDGE.submit(self._recall(prompt, ticket))
+                try:
+                    # Awaiting a wrapped thread-safe future: the caller's loop keeps running.
+                    result = await asyncio.wait_for(
+                        asyncio.wrap_future(future), self._recall_timeout
+                    )
+                    block = result.block
+                except asyncio.TimeoutError:
+                    self._over_budget()
+        finally:
+            self._release_held(ticket)
+        show_to_model(copy, block, self._membership.owner)
 
-    async def _recall(self, prompt: str) -> RecallResult:
+    async def _recall(self, prompt: str, ticket: _Ticket) -> RecallResult:
+        # Captures reach the loop in order, so every turn held before this point was
+        # captured before this reply's message was answered: release those only.
+        ticket.mark = _holds.mark()
         return await self._loop_state().memory.recall(prompt)
+
+    def _release_held(self, ticket: _Ticket) -> None:
+        """The recall finished, was skipped or ran out of time: let held turns go."""
+        key = self._user_key
+        BRIDGE.call_soon(lambda: _holds.release(key, ticket.mark))
 
     def _over_budget(self) -> None:
         _recall_logger.warning(
@@ -487,12 +563,13 @@ class MemorySyncCapability:
         except concurrent.futures.TimeoutError:
             future.cancel()
             state = self._slot.state
-            return state.queue.pending if state is not None else 0
+            return state.pending if state is not None else 0
 
     async def _flush(self, timeout: float) -> int:
         state = self._slot.state
         if state is None or state.generation != BRIDGE.generation:
             return 0
+        state.held.release()  # flushing means delivering now
         return await state.queue.flush(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
@@ -504,6 +581,7 @@ class MemorySyncCapability:
             if self._closed:
                 return
             self._closed = True
+        RECALLERS.discard(self._user_key, self)
         self._membership.release()
         if not BRIDGE.running or BRIDGE.in_loop_thread():
             return
@@ -529,14 +607,14 @@ class MemorySyncCapability:
             return 0
         state = self._slot.state
         if timeout <= 0:
-            return state.queue.pending if state is not None else 0
+            return state.pending if state is not None else 0
         future = BRIDGE.submit(self._flush(timeout))
         try:
             return future.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
             state = self._slot.state
-            return state.queue.pending if state is not None else 0
+            return state.pending if state is not None else 0
 
     # ------------------------------------------------------------------ plumbing
 
@@ -554,7 +632,8 @@ class MemorySyncCapability:
         async def deliver(turns: Sequence[CapturedTurn]) -> None:
             await memory.record_turns(turns)
 
-        state = _LoopState(generation, memory, DeliveryQueue(deliver))
+        queue = DeliveryQueue(deliver)
+        state = _LoopState(generation, memory, queue, HeldTurns(queue.submit))
         self._slot.state = state
         track(self)
         return state
@@ -571,7 +650,9 @@ class MemorySyncCapability:
         return BRIDGE.submit(run()).result()
 
     async def _warm_up(self) -> None:
-        await self._loop_state().memory.api.warm_up()
+        state = self._loop_state()
+        state.warming = asyncio.current_task()
+        await state.memory.api.warm_up()
 
     def _submit_quietly(self, coro: Any) -> None:
         future = BRIDGE.submit(coro)
@@ -587,6 +668,28 @@ class MemorySyncCapability:
         if key not in self._warned:
             self._warned.add(key)
             _logger.warning(message, *args)
+
+
+class _Ticket:
+    """The hold mark taken when a recall started (None: it never started)."""
+
+    mark: int | None = None
+
+
+def _check_hook_lists(agent: object) -> None:
+    hook_lists = getattr(agent, "hook_lists", None)
+    if not isinstance(hook_lists, dict):
+        return  # register_hook itself will say what is wrong
+    missing = [
+        name
+        for name in ("process_message_before_send", "process_all_messages_before_reply")
+        if name not in hook_lists
+    ]
+    if missing:
+        raise TypeError(
+            f"add_to_agent needs the classic AG2 hooks {missing} on {type(agent).__name__}; "
+            "install the classic framework (pip install autogen, or ag2<0.14.1)"
+        )
 
 
 def _relayed_from(holder: object, message: object, *, exclude: object) -> object | None:

@@ -12,6 +12,10 @@ share one group, so an utterance is stored once however many attached agents see
 
 Different users (or sessions) are different groups and each captures its own copy.
 
+One agent may carry several capabilities. Those of different groups each do their own
+work on it; those of the same group would only repeat each other, so the first one
+attached acts and the others stand by, taking over when it is released.
+
 Groups are owned by the capabilities that use them: each capability holds a
 :class:`Membership` for its group, released by ``close()`` or, failing that, when the
 capability is garbage-collected. The last release removes the group from the registry,
@@ -53,31 +57,39 @@ class Group:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.members = 0  # guarded by the registry lock
-        self._attached: weakref.WeakKeyDictionary[object, Attachment] = weakref.WeakKeyDictionary()
+        # Per agent, its attachments in attaching order; the first one acts.
+        self._attached: weakref.WeakKeyDictionary[object, list[Attachment]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._relays: collections.OrderedDict[int, tuple[object, set[int]]] = (
             collections.OrderedDict()
         )
 
     def attach(self, agent: object, attachment: Attachment) -> bool:
-        """Record ``agent``; False when it was already attached to this group."""
+        """Record ``agent``; False when ``attachment.owner`` already attached it."""
         with self.lock:
-            if agent in self._attached:
+            existing = self._attached.setdefault(agent, [])
+            if any(other.owner is attachment.owner for other in existing):
                 return False
-            self._attached[agent] = attachment
+            existing.append(attachment)
             return True
 
     def attachment(self, agent: object) -> Attachment | None:
-        """How ``agent`` is attached to this group, or None."""
+        """How ``agent`` is attached to this group (the acting attachment), or None."""
         try:
-            return self._attached.get(agent)
+            existing = self._attached.get(agent)
         except TypeError:  # an unhashable or non-weakref-able object is never attached
             return None
+        return existing[0] if existing else None
 
     def detach_owned_by(self, owner: object) -> None:
         """Forget the agents attached by ``owner``."""
         with self.lock:
-            for agent, attachment in list(self._attached.items()):
-                if attachment.owner is owner:
+            for agent, existing in list(self._attached.items()):
+                kept = [attachment for attachment in existing if attachment.owner is not owner]
+                if kept:
+                    self._attached[agent] = kept
+                else:
                     del self._attached[agent]
 
     @property

@@ -1,0 +1,162 @@
+"""A person's turn reaches fact extraction only after the reply it prompts has recalled.
+
+Capture and recall both run on the background loop. Without ordering, the delivery of
+the message being answered could win the race and the recall would find the fact just
+extracted from it. So a person's turn captured while some attached agent of the same
+user may recall is *held*: it goes to the delivery queue when a recall for that user
+has started after it and finished (or was skipped or abandoned), and at the latest after
+the longest recall budget plus :data:`HOLD_MARGIN` seconds, so it is never stuck.
+``flush`` and ``close`` release held turns at once. Each capability keeps its turns in
+capture order: a turn captured after a held one waits behind it.
+
+Everything below except :class:`Recallers` runs on the background loop's thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from memorysync_core import CapturedTurn
+
+# Seconds a held turn may wait beyond the recall budget (the reply starts a little
+# after its message is captured).
+HOLD_MARGIN = 1.0
+
+UserKey = tuple[str, str | None, str | None, str]
+
+
+class _Recaller(Protocol):
+    def _recall_budget(self) -> float | None: ...
+
+
+class Recallers:
+    """Which capabilities may recall for a user (any thread)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_user: dict[UserKey, weakref.WeakSet[_Recaller]] = {}
+
+    def add(self, key: UserKey, capability: _Recaller) -> None:
+        """``capability`` is attached to an agent and may recall for ``key``'s user."""
+        with self._lock:
+            self._by_user.setdefault(key, weakref.WeakSet()).add(capability)
+
+    def discard(self, key: UserKey, capability: _Recaller) -> None:
+        """``capability`` recalls no more (closed)."""
+        with self._lock:
+            members = self._by_user.get(key)
+            if members is not None:
+                members.discard(capability)
+                if not members:
+                    del self._by_user[key]
+
+    def budget(self, key: UserKey) -> float | None:
+        """The longest recall budget among ``key``'s live recallers; None when none recalls."""
+        with self._lock:
+            members = list(self._by_user.get(key, ()))
+        budgets = [b for b in (m._recall_budget() for m in members) if b is not None]
+        return max(budgets) if budgets else None
+
+
+RECALLERS = Recallers()
+
+
+@dataclass(eq=False)
+class _Entry:
+    turn: CapturedTurn
+    seq: int | None  # None: not held, only queued behind a held turn
+    released: bool
+    timer: asyncio.TimerHandle | None = field(default=None)
+
+
+class HeldTurns:
+    """One capability's captured turns on their way to its delivery queue, in order."""
+
+    def __init__(self, submit: Callable[[CapturedTurn], object]) -> None:
+        self._submit = submit
+        self._entries: collections.deque[_Entry] = collections.deque()
+
+    @property
+    def count(self) -> int:
+        """Turns captured and not yet handed to the delivery queue."""
+        return len(self._entries)
+
+    def add(self, turn: CapturedTurn) -> None:
+        """Queue ``turn`` now, or behind the held turns captured before it."""
+        if self._entries:
+            self._entries.append(_Entry(turn, None, released=True))
+        else:
+            self._submit(turn)
+
+    def hold(self, key: UserKey, turn: CapturedTurn, timeout: float) -> None:
+        """Hold ``turn`` until a recall for ``key`` that started after it has finished."""
+        global _seq
+        _seq += 1
+        entry = _Entry(turn, _seq, released=False)
+        entry.timer = asyncio.get_running_loop().call_later(timeout, self._expire, entry)
+        self._entries.append(entry)
+        _holding.setdefault(key, weakref.WeakSet()).add(self)
+
+    def release(self, upto: int | None = None) -> None:
+        """Release the turns held at or before mark ``upto`` (None: all) and queue them."""
+        for entry in self._entries:
+            if not entry.released and (upto is None or (entry.seq or 0) <= upto):
+                self._open(entry)
+        self._drain()
+
+    def _expire(self, entry: _Entry) -> None:
+        entry.timer = None
+        self._open(entry)
+        self._drain()
+
+    def _open(self, entry: _Entry) -> None:
+        entry.released = True
+        if entry.timer is not None:
+            entry.timer.cancel()
+            entry.timer = None
+
+    def _drain(self) -> None:
+        while self._entries and self._entries[0].released:
+            self._submit(self._entries.popleft().turn)
+
+
+_seq = 0
+_holding: dict[UserKey, weakref.WeakSet[HeldTurns]] = {}
+
+
+def mark() -> int:
+    """The latest hold so far: a recall starting now releases up to this mark."""
+    return _seq
+
+
+def release(key: UserKey, upto: int | None) -> None:
+    """A recall for ``key``'s user finished: release what was held before it started.
+
+    ``upto`` None means "everything held so far" (the recall was skipped).
+    """
+    limit = _seq if upto is None else upto
+    holders = _holding.get(key)
+    if holders is None:
+        return
+    for held in list(holders):
+        held.release(limit)
+        if not held.count:
+            holders.discard(held)
+    if not holders:
+        del _holding[key]
+
+
+def _reset_after_fork() -> None:
+    # The parent's held turns belong to a loop that does not exist in the child.
+    _holding.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

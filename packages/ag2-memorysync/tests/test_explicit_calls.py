@@ -96,3 +96,64 @@ def test_memory_tools_reject_objects_that_are_not_agents(fake_server, make_capab
         register_memory_tools(memory, caller=object(), executor=kit.scripted_agent("x", []))
     with pytest.raises(TypeError, match="MemorySyncCapability"):
         register_memory_tools("memory", caller=object(), executor=object())  # type: ignore[arg-type]
+
+
+def _tool_call(name: str, args: str, call_id: str) -> dict[str, Any]:
+    return {
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+        ],
+    }
+
+
+def test_every_memory_tool_failure_is_a_sentence_for_the_model_logged_without_user_text(
+    fake_server, make_capability, kit, caplog
+):
+    memory = make_capability(fake_server)
+    assistant = kit.model_agent("assistant")
+    user = UserProxyAgent(
+        "user", human_input_mode="NEVER", code_execution_config=False, max_consecutive_auto_reply=5
+    )
+    register_memory_tools(memory, caller=assistant, executor=user)
+    closing = {"done": False}
+
+    def close_before_third_call(*args: Any, **kwargs: Any) -> tuple[bool, None]:
+        if len(inputs.calls) == 3 and not closing["done"]:
+            closing["done"] = True
+            memory.close()
+        return False, None
+
+    user.register_reply(lambda _sender: True, close_before_third_call, position=0)
+    replies = [
+        _tool_call("save_memory", '{"text": "   "}', "c1"),  # empty: ValueError before
+        _tool_call("search_memory", '{"query": ""}', "c2"),
+        _tool_call("save_memory", '{"text": "Secret 4711 likes apples"}', "c3"),  # closed
+        _tool_call("search_memory", '{"query": "Secret 4711"}', "c4"),  # closed
+        "Sorry, memory is unavailable.",
+    ]
+    with (
+        caplog.at_level("WARNING", logger="memorysync"),
+        kit.scripted_model(assistant, replies) as inputs,
+    ):
+        user.initiate_chat(assistant, message="Remember my snack.", max_turns=5, silent=True)
+
+    results = [str(m["content"]) for m in inputs.calls[-1] if m.get("role") == "tool"]
+    assert results == [
+        "Nothing was saved: the fact was empty; pass the sentence to remember.",
+        "Nothing was searched: the query was empty; pass what to look up.",
+        "The fact could not be saved right now (RuntimeError).",
+        "Memory search is unavailable right now (RuntimeError).",
+    ]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "memorysync.ag2"]
+    assert len([w for w in warnings if "tool" in w]) == 4
+    assert all("4711" not in w for w in warnings)
+    assert fake_server.requests_to("/memory/add") == []
+
+
+def test_search_with_an_empty_query_names_the_query_parameter(fake_server, make_capability):
+    memory = make_capability(fake_server)
+    for bad in ("", "   "):
+        with pytest.raises(ValueError, match=r"^query must be a non-empty string"):
+            memory.search(bad)
+    assert fake_server.requests_to("/v1/memory/query") == []

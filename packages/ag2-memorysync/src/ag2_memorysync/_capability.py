@@ -517,11 +517,17 @@ class MemorySyncCapability:
     ) -> list[RecalledMemory]:
         """Search the user's memories; raises the core's typed errors on failure.
 
+        Raises:
+            ValueError: ``query`` is empty (or ``k`` / ``min_score`` are invalid).
+            RuntimeError: the capability is closed.
+
         Example::
 
             for found in memory.search("Where does the user live?"):
                 print(found.text, found.score)
         """
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError(f"query must be a non-empty string, got {query!r:.40}")
         return self._call(lambda state: state.memory.search(query, k=k, min_score=min_score))
 
     def save(self, text: str, *, metadata: dict[str, Any] | None = None) -> SaveOutcome:

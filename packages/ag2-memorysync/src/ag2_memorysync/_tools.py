@@ -6,8 +6,6 @@
 import logging
 from typing import TYPE_CHECKING, Annotated
 
-from memorysync_core import MemorySyncError
-
 if TYPE_CHECKING:
     from ._capability import MemorySyncCapability
 
@@ -30,8 +28,10 @@ def register_memory_tools(
 
     Uses AG2's standard split (``register_for_llm`` on the caller, which needs an
     ``llm_config``; ``register_for_execution`` on the executor). Both tools are
-    synchronous and run their I/O on the capability's background loop. A failed call
-    returns a short explanation to the model instead of raising inside the chat.
+    synchronous and run their I/O on the capability's background loop. Every failure
+    (an outage, an empty argument, a closed capability, ...) returns one sentence to the
+    model instead of raising inside the chat, and logs a WARNING naming the error type
+    only (never the user's text).
 
     Example::
 
@@ -62,9 +62,12 @@ def register_memory_tools(
         )
 
     def search_memory(query: Annotated[str, "What to look up about the user"]) -> str:
+        if not isinstance(query, str) or not query.strip():
+            _logger.warning("search_memory tool called without a query")
+            return "Nothing was searched: the query was empty; pass what to look up."
         try:
             found = memory.search(query)
-        except MemorySyncError as exc:
+        except Exception as exc:  # the model gets a sentence, never a traceback
             _logger.warning("search_memory tool failed: %s", type(exc).__name__)
             return f"Memory search is unavailable right now ({type(exc).__name__})."
         if not found:
@@ -72,9 +75,12 @@ def register_memory_tools(
         return "\n".join(f"- {item.text}" for item in found)
 
     def save_memory(text: Annotated[str, "The fact about the user to remember"]) -> str:
+        if not isinstance(text, str) or not text.strip():
+            _logger.warning("save_memory tool called without a fact")
+            return "Nothing was saved: the fact was empty; pass the sentence to remember."
         try:
             return memory.save(text).describe()
-        except MemorySyncError as exc:
+        except Exception as exc:  # the model gets a sentence, never a traceback
             _logger.warning("save_memory tool failed: %s", type(exc).__name__)
             return f"The fact could not be saved right now ({type(exc).__name__})."
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -97,3 +98,23 @@ def test_a_held_turn_that_prompts_no_reply_is_still_delivered_within_the_hold_bo
     assert watch.delivered.wait(timeout=10.0)
     assert time.monotonic() - started < 0.3 + HOLD_MARGIN + 2.0
     assert [t["content"] for t in kit.read_transcript(local_server, "alice", "s1")] == [FACT]
+
+
+def test_in_async_chats_a_first_session_fact_is_never_recalled_into_its_own_reply(
+    local_server, make_capability, kit
+):
+    for round_ in range(10):
+        memory = make_capability(local_server, user_id=f"async{round_}")
+        assistant = kit.model_agent("assistant")
+        user = _user()
+        memory.add_to_agent(assistant)
+        memory.add_to_agent(user)
+
+        async def chat(user: UserProxyAgent = user, assistant: Any = assistant) -> None:
+            await user.a_initiate_chat(assistant, message=FACT, max_turns=1, silent=True)
+
+        with kit.scripted_model(assistant, ["Noted."]) as inputs:
+            asyncio.run(chat())
+        assert memory.flush() == 0
+
+        assert inputs.last_user_text() == FACT, f"round {round_}"

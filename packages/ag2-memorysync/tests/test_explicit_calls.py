@@ -8,7 +8,7 @@ import pytest
 from autogen import UserProxyAgent
 
 from ag2_memorysync import register_memory_tools
-from memorysync_core import AuthError, RecalledMemory, ValidationError
+from memorysync_core import APITimeoutError, AuthError, RecalledMemory, ValidationError
 from shared.fake_server import Fault
 
 
@@ -33,6 +33,17 @@ def test_explicit_calls_raise_typed_errors(fake_server, make_capability):
     with pytest.raises(AuthError) as raised:
         memory.search("anything")
     assert "ms_test" not in str(raised.value)
+
+
+def test_request_timeout_bounds_an_explicit_search_against_a_silent_server(
+    fake_server, make_capability
+):
+    memory = make_capability(fake_server, tenant_id="t", request_timeout=0.2)
+    fake_server.set_default("/v1/memory/query", Fault.hang())
+    with pytest.raises(APITimeoutError):
+        memory.search("where do I live?")
+    # Three attempts of 0.2 s each (plus backoff), not three of the default 10 s.
+    assert len(fake_server.requests_to("/v1/memory/query")) == 3
 
 
 def test_clear_deletes_this_session_only_by_default(fake_server, make_capability, kit):

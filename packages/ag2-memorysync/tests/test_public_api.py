@@ -26,6 +26,7 @@ def test_the_public_names_are_exactly_the_three_documented_ones():
         ({"session_id": " "}, "session_id"),
         ({"top_k": 0}, "top_k"),
         ({"recall_timeout": 0}, "recall_timeout"),
+        ({"request_timeout": float("nan")}, "request_timeout"),
         ({"recall_timeout": math.inf}, "recall_timeout"),
         ({"min_prompt_chars": -1}, "min_prompt_chars"),
         ({"capture": "everything"}, "capture"),

@@ -19,7 +19,7 @@ from autogen_core.models import UserMessage
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from autogen_memorysync import MemorySyncMemory
-from memorysync_core.errors import APIConnectionError
+from memorysync_core.errors import APIConnectionError, APITimeoutError
 from shared.fake_server import FakeServer, Fault
 
 BUDGET = 0.5
@@ -147,3 +147,26 @@ async def test_a_cancelled_token_cancels_an_explicit_query(
     finally:
         await memory.close()
         await memory.close()  # closing twice is harmless
+
+
+async def test_request_timeout_bounds_an_explicit_query_against_a_silent_server(
+    fake_server: FakeServer, kit: Any
+) -> None:
+    fake_server.set_default("/v1/memory/query", Fault.hang())
+    memory = MemorySyncMemory(
+        user_id="alice",
+        api_key=kit.API_KEY,
+        base_url=fake_server.base_url,
+        tenant_id="t",
+        request_timeout=0.2,
+    )
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        with pytest.raises(APITimeoutError):
+            await memory.query("Where do I live?")
+        # Three attempts of 0.2 s plus the backoff between them, far from 3 x 10 s.
+        assert loop.time() - started < 5.0
+        assert len(fake_server.requests_to("/v1/memory/query")) == 3
+    finally:
+        await memory.close()

@@ -22,6 +22,7 @@ EVERY_SETTING: dict[str, Any] = {
     "min_prompt_chars": 3,
     "context_template": "Known facts:\n{context}",
     "clear_scope": "user",
+    "request_timeout": 4.5,
     "base_url": "http://memorysync.test:8080",
     "project_id": "proj_123",
     "tenant_id": "tenant-9",
@@ -47,6 +48,8 @@ def test_public_names_are_exactly_the_three_documented_ones() -> None:
         ({"session_id": ""}, "session_id"),
         ({"top_k": 0}, "top_k"),
         ({"recall_timeout": 0}, "recall_timeout"),
+        ({"request_timeout": 0}, "request_timeout"),
+        ({"request_timeout": "10"}, "request_timeout"),
         ({"recall_timeout": -1.0}, "recall_timeout"),
         ({"recall_timeout": float("nan")}, "recall_timeout"),
         ({"min_prompt_chars": -1}, "min_prompt_chars"),
@@ -138,6 +141,7 @@ async def test_settings_from_the_environment_are_not_pinned_in_the_config(
             "recall_timeout": 1.2,
             "min_prompt_chars": 8,
             "clear_scope": "session",
+            "request_timeout": 10.0,
             "transcript": True,
         }
     finally:

@@ -131,6 +131,8 @@ class MemorySyncCapability:
         min_score: Drop recalled memories scoring below this.
         max_context_chars: Cap on the recalled block's body.
         clear_scope: What :meth:`clear` deletes by default: ``"session"`` or ``"user"``.
+        request_timeout: Per-request timeout in seconds of the explicit calls and of
+            each delivery attempt (the hot path is bounded by ``recall_timeout``).
 
     Example::
 
@@ -163,6 +165,7 @@ class MemorySyncCapability:
         min_score: float | None = None,
         max_context_chars: int | None = None,
         clear_scope: ClearScope = "session",
+        request_timeout: float = 10.0,
     ) -> None:
         if capture not in ("both", "sent", "received"):
             raise ValueError(f"capture must be 'both', 'sent' or 'received', got {capture!r}")
@@ -174,6 +177,7 @@ class MemorySyncCapability:
             recall_timeout=recall_timeout,
             min_prompt_chars=min_prompt_chars,
             clear_scope=clear_scope,
+            request_timeout=request_timeout,
             context_template=context_template,
             min_score=min_score,
             max_context_chars=max_context_chars,

@@ -38,6 +38,9 @@ class MemorySyncMemoryConfig(BaseModel):
         default=None, description="Template with a {context} placeholder; None = built-in."
     )
     clear_scope: ClearScope = Field(default="session", description="What clear() deletes.")
+    request_timeout: float = Field(
+        default=10.0, description="Per-request timeout of explicit calls, in seconds."
+    )
     base_url: str | None = Field(default=None, description="Server URL (else the environment).")
     project_id: str | None = Field(default=None, description="Project pinned with X-Project-ID.")
     tenant_id: str | None = Field(default=None, description="Explicit tenant (skips resolution).")

@@ -60,6 +60,8 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         context_template: Block template with a ``{context}`` placeholder (None: built-in).
         clear_scope: What :meth:`clear` deletes: ``"session"`` (this session's facts and
             transcript) or ``"user"`` (every memory of the user, explicit opt-in).
+        request_timeout: Per-request timeout in seconds of the explicit calls (each
+            retry gets its own); the hot path is bounded by ``recall_timeout`` alone.
         api_key: The key, else ``MEMORYSYNC_API_KEY``. Never serialized or shown.
         base_url: Server URL, else ``MEMORYSYNC_BASE_URL``, else the hosted service.
         project_id: Project sent as ``X-Project-ID``, else ``MEMORYSYNC_PROJECT_ID``.
@@ -95,6 +97,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         min_prompt_chars: int = 8,
         context_template: str | None = None,
         clear_scope: ClearScope = "session",
+        request_timeout: float = 10.0,
         api_key: str | None = None,
         base_url: str | None = None,
         project_id: str | None = None,
@@ -114,6 +117,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             recall_timeout=recall_timeout,
             min_prompt_chars=min_prompt_chars,
             clear_scope=clear_scope,
+            request_timeout=request_timeout,
             context_template=context_template,
             min_score=min_score,
             max_context_chars=max_context_chars,
@@ -131,6 +135,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         self._recall_timeout = float(recall_timeout)
         self._min_prompt_chars = min_prompt_chars
         self._clear_scope: ClearScope = clear_scope
+        self._request_timeout = settings.request_timeout
         self._explicit_base_url = base_url
         self._explicit_project_id = project_id
         self._tenant_id = tenant_id
@@ -166,6 +171,11 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
     def recall_timeout(self) -> float:
         """Hard recall budget in seconds."""
         return self._recall_timeout
+
+    @property
+    def request_timeout(self) -> float:
+        """Per-request timeout of the explicit calls, in seconds."""
+        return self._request_timeout
 
     @property
     def min_prompt_chars(self) -> int:
@@ -401,6 +411,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             min_prompt_chars=self._min_prompt_chars,
             context_template=None if template == DEFAULT_CONTEXT_TEMPLATE else template,
             clear_scope=self._clear_scope,
+            request_timeout=self._request_timeout,
             base_url=self._explicit_base_url,
             project_id=self._explicit_project_id,
             tenant_id=self._tenant_id,

@@ -8,6 +8,7 @@ Public so that a third adapter can reuse it; applications never need it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -36,6 +37,18 @@ def check_min_prompt_chars(value: object) -> int:
     return value
 
 
+def check_request_timeout(value: object) -> float:
+    """``value`` as a per-request timeout (finite seconds > 0); ValueError otherwise."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"request_timeout must be a finite number of seconds > 0, got {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class AdapterSettings:
     """One adapter instance's connection and recall settings (the key kept out of repr).
@@ -51,6 +64,7 @@ class AdapterSettings:
     recall_timeout: float
     min_prompt_chars: int
     clear_scope: ClearScope
+    request_timeout: float
     renderer: ContextRenderer
     api_key: str | None
     base_url: str | None
@@ -69,6 +83,7 @@ class AdapterSettings:
         recall_timeout: float,
         min_prompt_chars: int,
         clear_scope: ClearScope,
+        request_timeout: float,
         context_template: str | None,
         min_score: float | None,
         max_context_chars: int | None,
@@ -103,6 +118,7 @@ class AdapterSettings:
             recall_timeout=recall_timeout,
             min_prompt_chars=check_min_prompt_chars(min_prompt_chars),
             clear_scope=check_clear_scope(clear_scope),
+            request_timeout=check_request_timeout(request_timeout),
             renderer=renderer,
             api_key=api_key,
             base_url=base_url,
@@ -129,6 +145,7 @@ class AdapterSettings:
             project_id=self.project_id,
             tenant_id=self.tenant_id,
             transport=self.transport,
+            timeout=self.request_timeout,
             source=self.surface,
         )
         return UserMemory(

@@ -291,7 +291,9 @@ def smoke(package: Package, workdir: Path) -> None:
     venv = workdir / package.dist_name
     _run([*_uv(), "venv", "--quiet", "--python", sys.executable, str(venv)])
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    install = [*_uv(), "pip", "install", "--quiet", "--python", str(python)]
+    # Our wheels keep their file names from one build to the next: never reuse a cached one.
+    fresh = [arg for each in PACKAGES for arg in ("--refresh-package", each.dist_name)]
+    install = [*_uv(), "pip", "install", "--quiet", "--python", str(python), *fresh]
     # Only the wheel and what it declares; siblings can only come from dist/.
     _run([*install, "--find-links", str(DIST), str(wheel)])
     _run([str(python), "-c", f"import {package.import_name}; print({package.import_name}.__all__)"])

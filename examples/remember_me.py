@@ -200,7 +200,7 @@ def main() -> None:
                 server,
                 "ag2-friday",
                 "Plan a birthday party for my daughter.",
-                "A unicorn-themed party for Ana's seventh birthday, with a nut-free cake.",
+                "A unicorn-themed party for Ana's seventh birthday, with her friends from school.",
             )
     print("\nDone: both agents recalled what Alice said in an earlier session.")
 

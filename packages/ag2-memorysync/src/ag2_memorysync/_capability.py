@@ -190,13 +190,9 @@ class MemorySyncCapability:
         first = self._settings.open()
         api = first.api
         self._first: UserMemory | None = first
-        self._user_id = user_id
-        self._session_id = session_id
         self._scope = first.scope
-        self._recall_timeout = float(recall_timeout)
-        self._min_prompt_chars = min_prompt_chars
+        self._recall_timeout = first.recall_timeout
         self._capture = capture
-        self._clear_scope: ClearScope = clear_scope
         key = (api.base_url, api.project_id, tenant_id, user_id, session_id)
         self._user_key: UserKey = key[:4]
         self._agents: weakref.WeakSet[object] = weakref.WeakSet()  # attached by this one
@@ -217,12 +213,12 @@ class MemorySyncCapability:
     @property
     def user_id(self) -> str:
         """The end user the memories belong to."""
-        return self._user_id
+        return self._settings.user_id
 
     @property
     def session_id(self) -> str:
         """The session; the transcript scope is ``ag2::<session_id>``."""
-        return self._session_id
+        return self._settings.session_id
 
     @property
     def scope(self) -> str:
@@ -231,7 +227,7 @@ class MemorySyncCapability:
 
     def __repr__(self) -> str:
         return (
-            f"MemorySyncCapability(user_id={self._user_id!r}, session_id={self._session_id!r}, "
+            f"MemorySyncCapability(user_id={self.user_id!r}, session_id={self.session_id!r}, "
             f"capture={self._capture!r})"
         )
 
@@ -452,7 +448,7 @@ class MemorySyncCapability:
         if last is None or messages is None:
             return None
         prompt = prompt_of(last)
-        if prompt is None or len(prompt) < max(self._min_prompt_chars, 1):
+        if prompt is None or len(prompt) < max(self._settings.min_prompt_chars, 1):
             return messages, None
         return messages, prompt
 
@@ -550,7 +546,9 @@ class MemorySyncCapability:
         Defaults to the ``clear_scope`` given at construction. Pending captured turns
         are flushed first so they cannot land after the deletion. Raises on failure.
         """
-        chosen = self._clear_scope if scope is None else check_clear_scope(scope, name="scope")
+        chosen = (
+            self._settings.clear_scope if scope is None else check_clear_scope(scope, name="scope")
+        )
         self.flush()
         return self._call(lambda state: state.memory.clear(chosen))
 

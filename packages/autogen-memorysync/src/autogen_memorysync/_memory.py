@@ -131,14 +131,9 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         api = self._memory.api
         renderer = settings.renderer
         self._renderer = renderer
-        self._top_k = top_k
-        self._recall_timeout = float(recall_timeout)
-        self._min_prompt_chars = min_prompt_chars
-        self._clear_scope: ClearScope = clear_scope
-        self._request_timeout = settings.request_timeout
+        self._settings = settings
         self._explicit_base_url = base_url
         self._explicit_project_id = project_id
-        self._tenant_id = tenant_id
         self._transcript = transcript
         identity = "\x00".join(
             (api.base_url, api.project_id or "", tenant_id or "", user_id, session_id)
@@ -165,22 +160,22 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
     @property
     def top_k(self) -> int:
         """Memories considered per turn."""
-        return self._top_k
+        return self._memory.top_k
 
     @property
     def recall_timeout(self) -> float:
         """Hard recall budget in seconds."""
-        return self._recall_timeout
+        return self._memory.recall_timeout
 
     @property
     def request_timeout(self) -> float:
         """Per-request timeout of the explicit calls, in seconds."""
-        return self._request_timeout
+        return self._settings.request_timeout
 
     @property
     def min_prompt_chars(self) -> int:
         """Prompts shorter than this are not recalled for."""
-        return self._min_prompt_chars
+        return self._settings.min_prompt_chars
 
     @property
     def context_template(self) -> str:
@@ -190,7 +185,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
     @property
     def clear_scope(self) -> ClearScope:
         """What :meth:`clear` deletes: ``"session"`` or ``"user"``."""
-        return self._clear_scope
+        return self._settings.clear_scope
 
     @property
     def base_url(self) -> str:
@@ -205,7 +200,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
     @property
     def tenant_id(self) -> str | None:
         """The explicit tenant, if one was given."""
-        return self._tenant_id
+        return self._settings.tenant_id
 
     @property
     def min_score(self) -> float | None:
@@ -251,7 +246,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             return _update_result(())
         query = find_query(messages)
         recalled = RecallResult.EMPTY
-        if query is not None and len(query[1]) >= self._min_prompt_chars:
+        if query is not None and len(query[1]) >= self._settings.min_prompt_chars:
             recalled = await self._memory.recall(query[1])
         updated = with_block(
             messages,
@@ -383,10 +378,10 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         Which one is ``clear_scope``: ``"session"`` (default) leaves the user's other
         memories alone; ``"user"`` deletes every memory of the user. Raises on failure.
         """
-        result: ClearResult = await self._memory.clear(self._clear_scope)
+        result: ClearResult = await self._memory.clear(self._settings.clear_scope)
         logger.info(
             "clear(%s): %d memories and %d transcript turns deleted",
-            self._clear_scope,
+            self._settings.clear_scope,
             len(result.deleted_memory_ids),
             len(result.deleted_turn_ids),
         )
@@ -406,15 +401,15 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         return MemorySyncMemoryConfig(
             user_id=self.user_id,
             session_id=self.session_id,
-            top_k=self._top_k,
-            recall_timeout=self._recall_timeout,
-            min_prompt_chars=self._min_prompt_chars,
+            top_k=self._memory.top_k,
+            recall_timeout=self._memory.recall_timeout,
+            min_prompt_chars=self._settings.min_prompt_chars,
             context_template=None if template == DEFAULT_CONTEXT_TEMPLATE else template,
-            clear_scope=self._clear_scope,
-            request_timeout=self._request_timeout,
+            clear_scope=self._settings.clear_scope,
+            request_timeout=self._settings.request_timeout,
             base_url=self._explicit_base_url,
             project_id=self._explicit_project_id,
-            tenant_id=self._tenant_id,
+            tenant_id=self._settings.tenant_id,
             min_score=self.min_score,
             max_context_chars=self.max_context_chars,
             transcript=self._transcript,

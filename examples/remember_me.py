@@ -65,7 +65,8 @@ def autogen_model(scripted_reply: str) -> ChatCompletionClient:
 
 async def autogen_session(
     server: memorysync_local.EmbeddedServer, session_id: str, text: str, scripted_reply: str
-) -> None:
+) -> list[str]:
+    """One AutoGen run; returns what recall put in front of the model."""
     memory = MemorySyncMemory(user_id=USER, session_id=session_id, **connection(server))
     model = autogen_model(scripted_reply)
     agent = AssistantAgent(
@@ -76,10 +77,14 @@ async def autogen_session(
     )
     print(f"alice: {text}")
     result = await agent.run(task=text)
-    for message in result.messages:
-        if isinstance(message, MemoryQueryEvent):
-            for item in message.content:
-                print(f"recalled: {item.content}")
+    recalled = [
+        str(item.content)
+        for message in result.messages
+        if isinstance(message, MemoryQueryEvent)
+        for item in message.content
+    ]
+    for line in recalled:
+        print(f"recalled: {line}")
     reply = str(result.messages[-1].content)
     print(f"assistant: {reply}")
     # AutoGen never stores turns itself: record the exchange (the user's facts are
@@ -87,6 +92,7 @@ async def autogen_session(
     await memory.add_turn_pair(text, reply)
     await memory.close()
     await model.close()
+    return recalled
 
 
 # --------------------------------------------------------------------------- AG2
@@ -135,7 +141,8 @@ def ag2_assistant(scripted_reply: str) -> ConversableAgent:
 
 def ag2_session(
     server: memorysync_local.EmbeddedServer, session_id: str, text: str, scripted_reply: str
-) -> None:
+) -> list[str]:
+    """One AG2 chat; returns what recall put in front of the model."""
     memory = MemorySyncCapability(user_id=USER, session_id=session_id, **connection(server))
     assistant = ag2_assistant(scripted_reply)
     memory.add_to_agent(assistant)
@@ -145,22 +152,23 @@ def ag2_session(
     alice.initiate_chat(assistant, message=text, max_turns=1, silent=True)
     if len(ScriptedModel.seen) > seen_before:
         shown = ScriptedModel.seen[-1]
-        for line in shown.splitlines():
-            if line.startswith("- "):
-                print(f"recalled: {line[2:]}")
+        recalled = [line[2:] for line in shown.splitlines() if line.startswith("- ")]
     else:  # a real model: show what recall finds for the same message
-        for found in memory.search(text):
-            print(f"recalled: {found.text}")
+        recalled = [found.text for found in memory.search(text)]
+    for line in recalled:
+        print(f"recalled: {line}")
     print(f"assistant: {assistant.last_message(alice)['content']}")
     # The stored conversation holds the message as sent, never the recalled block.
     assert assistant.chat_messages[alice][0]["content"] == text
     memory.close()  # waits until the captured turns are delivered
+    return recalled
 
 
 # --------------------------------------------------------------------------- main
 
 
-def main() -> None:
+def main() -> int:
+    """Run both days; exit status 0 only when both Friday agents recalled Monday's facts."""
     mode = f"OpenAI {MODEL}" if OPENAI_KEY else "scripted models (set OPENAI_API_KEY for real)"
     print(f"MemorySync demo: embedded memorysync-local, {mode}")
     with tempfile.TemporaryDirectory(prefix="memorysync-demo-") as tmp:
@@ -187,7 +195,7 @@ def main() -> None:
         # A new server object on the same file: what a restarted process would see.
         with memorysync_local.embedded(db) as server:
             banner("Friday, AutoGen session 'autogen-friday' (new agent, new memory)")
-            asyncio.run(
+            autogen_recalled = asyncio.run(
                 autogen_session(
                     server,
                     "autogen-friday",
@@ -196,14 +204,26 @@ def main() -> None:
                 )
             )
             banner("Friday, AG2 chat 'ag2-friday' (new agents, new capability)")
-            ag2_session(
+            ag2_recalled = ag2_session(
                 server,
                 "ag2-friday",
                 "Plan a birthday party for my daughter.",
                 "A unicorn-themed party for Ana's seventh birthday, with her friends from school.",
             )
+    missing = [
+        f"{name} did not recall {fact!r}"
+        for name, fact, recalled in (
+            ("AutoGen", "peanuts", autogen_recalled),
+            ("AG2", "Ana", ag2_recalled),
+        )
+        if not any(fact.lower() in line.lower() for line in recalled)
+    ]
+    if missing:
+        print("\nFailed: " + "; ".join(missing) + ".")
+        return 1
     print("\nDone: both agents recalled what Alice said in an earlier session.")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -8,6 +8,7 @@ itself can answer). The assertions read the output: what was recalled, and whose
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -91,6 +92,29 @@ def test_remember_me_recalls_monday_in_friday_sessions_on_both_frameworks(
     # Each recall is about the question asked, not everything known.
     assert "Ana" not in friday_autogen
     assert "both agents recalled what Alice said" in output
+
+
+def test_remember_me_says_done_only_when_friday_recalled_and_exits_non_zero_otherwise(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "remember_me", ROOT / "examples" / "remember_me.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(demo, "OPENAI_KEY", None)
+    real_embedded = demo.memorysync_local.embedded
+    # Every server is a new, empty database: Friday's agents have nothing to recall.
+    monkeypatch.setattr(
+        demo.memorysync_local, "embedded", lambda path=None, **kwargs: real_embedded(**kwargs)
+    )
+    assert demo.main() == 1
+    output = capsys.readouterr().out
+    assert "Done:" not in output
+    assert "Failed: AutoGen did not recall 'peanuts'; AG2 did not recall 'Ana'." in output
 
 
 def test_memory_tools_saves_then_finds_the_preference_through_tool_calls(

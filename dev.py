@@ -1,32 +1,43 @@
 """One entry point for a fresh machine with only Python 3.10+ and pip.
 
-    python3 dev.py test    # the whole test suite (what .ci/run runs)
-    python3 dev.py demo    # the main example: agents that remember, offline
+    python3 dev.py test           # the whole test suite (what .ci/run runs)
+    python3 dev.py demo           # the main example: agents that remember, offline
+    python3 dev.py docs           # build the documentation site into site/
+    python3 dev.py bench          # the benchmarks; writes bench/results.md
+    python3 dev.py build          # the four wheels and sdists into dist/
+    python3 dev.py nox ARGS...    # any nox command, e.g. `python3 dev.py nox -l`
 
-Each command makes its own virtual environment under ``.venv-dev/`` and
-installs what it needs there; nothing is installed into your Python.
+Each command works in its own virtual environment under ``.venv-dev/`` and
+installs what it needs there; nothing is installed into your Python. An install
+runs only when what it would install changed since the last one (a stamp file in
+``.venv-dev/`` records it), so ``demo`` runs offline once it has run once.
+
+This file uses the standard library only: nox and everything else run inside
+``.venv-dev/``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
 import venv
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv-dev"
 TOOLS = ("nox==2026.10.20", "uv==0.13.9")
-DEMO_PACKAGES = (
-    "-e",
+PACKAGES = (
     "packages/memorysync-core",
-    "-e",
     "packages/memorysync-local",
-    "-e",
     "packages/autogen-memorysync",
-    "-e",
     "packages/ag2-memorysync",
+)
+DEMO_REQUIREMENTS = (
+    *(arg for package in PACKAGES for arg in ("-e", package)),
     "autogen-agentchat==0.7.5",
     "autogen-ext[openai]==0.7.5",
     "autogen[openai]==0.14.1",
@@ -38,36 +49,64 @@ def _python() -> Path:
     return VENV / bindir / ("python.exe" if os.name == "nt" else "python")
 
 
+def _fingerprint(requirements: Sequence[str]) -> str:
+    """What an install depends on: the requirements, and the metadata of our packages."""
+    digest = hashlib.sha256(json.dumps(list(requirements)).encode())
+    for arg in requirements:
+        pyproject = ROOT / arg / "pyproject.toml"
+        if pyproject.is_file():
+            digest.update(pyproject.read_bytes())
+    return digest.hexdigest()
+
+
+def _install_once(name: str, requirements: Sequence[str], installer: Sequence[str]) -> None:
+    """Install ``requirements`` unless the stamp says exactly these are installed."""
+    stamp = VENV / f".installed-{name}"
+    wanted = _fingerprint(requirements)
+    if stamp.is_file() and stamp.read_text() == wanted:
+        return
+    subprocess.run([*installer, *requirements], check=True, cwd=ROOT)
+    stamp.write_text(wanted)
+
+
 def _ensure_venv() -> Path:
+    """The development environment with nox and uv, made and filled on first use."""
     python = _python()
     if not python.exists():
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    subprocess.run([python, "-m", "pip", "install", "-q", *TOOLS], check=True, cwd=ROOT)
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    _install_once("tools", TOOLS, [str(python), "-m", "pip", "install", "-q"])
     return python
 
 
-def test() -> int:
-    """Run every session the test suite is made of, never the benchmarks."""
+def nox(*args: str) -> int:
+    """Run nox from the development environment with ``args``."""
     python = _ensure_venv()
-    sys.path.insert(0, str(ROOT))
-    from noxfile import TEST_SESSIONS
+    return subprocess.call([python, "-m", "nox", *args], cwd=ROOT)
 
-    return subprocess.call([python, "-m", "nox", "-s", *TEST_SESSIONS], cwd=ROOT)
+
+def test() -> int:
+    """Run every session tagged ``test`` in noxfile.py, never the benchmarks."""
+    return nox("--tags", "test")
 
 
 def demo() -> int:
     """Run examples/remember_me.py on the embedded server."""
     python = _ensure_venv()
-    subprocess.run(
-        [python, "-m", "uv", "pip", "install", "-q", "--python", python, *DEMO_PACKAGES],
-        check=True,
-        cwd=ROOT,
-    )
+    uv = [str(python), "-m", "uv", "pip", "install", "-q", "--python", str(python)]
+    _install_once("demo", DEMO_REQUIREMENTS, uv)
     return subprocess.call([python, "examples/remember_me.py"], cwd=ROOT)
 
 
 def main(argv: list[str]) -> int:
-    commands = {"test": test, "demo": demo}
+    commands = {
+        "test": test,
+        "demo": demo,
+        "docs": lambda: nox("-s", "docs"),
+        "bench": lambda: nox("-s", "bench"),
+        "build": lambda: nox("-s", "build"),
+    }
+    if argv[:1] == ["nox"]:
+        return nox(*argv[1:])
     if len(argv) != 1 or argv[0] not in commands:
         print(__doc__)
         return 2

@@ -1,17 +1,106 @@
-"""Development sessions. The README's test command runs ``TEST_SESSIONS``.
+"""Development sessions. The README's test command runs every session tagged ``test``.
 
-Every session installs the packages editable from ``packages/`` and runs on
-the interpreter that runs nox. Framework sessions are parametrized over the
-oldest and the newest framework release each adapter supports.
+Every session installs the packages editable from ``packages/``. Sessions without a
+``python`` run on the interpreter that runs nox (``.venv-dev``'s); ``compat`` runs the
+packages' tests on the oldest and the newest Python the packages claim. Framework
+sessions are parametrized over the oldest and the newest framework release each adapter
+supports.
+
+Run them through ``python3 dev.py nox ...`` (nox lives in ``.venv-dev``), e.g.
+``python3 dev.py nox -s core``.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import nox
+
+ROOT = Path(__file__).resolve().parent
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.error_on_missing_interpreters = False
+# A missing interpreter fails the run in CI; elsewhere nox skips the session and names it.
+nox.options.error_on_missing_interpreters = IN_CI
+nox.options.download_python = "never"
+
+# The oldest and the newest Python the packages' classifiers claim.
+PYTHONS = ("3.10", "3.13")
+
+
+def _runs_as(executable: str, version: str) -> bool:
+    try:
+        out = subprocess.run(
+            [executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except OSError:
+        return False
+    return out.returncode == 0 and out.stdout.strip() == version
+
+
+def _pyenv_roots() -> list[Path]:
+    roots = [Path(os.environ["PYENV_ROOT"])] if os.environ.get("PYENV_ROOT") else []
+    try:
+        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            roots.append(Path(out.stdout.strip()))
+    except OSError:
+        pass
+    return roots
+
+
+def _installed_but_hidden(version: str) -> Path | None:
+    """An interpreter pyenv installed but did not select (its shim refuses to run it)."""
+    pattern = re.compile(rf"^{re.escape(version)}(\.\d+)?$")
+    for root in _pyenv_roots():
+        found = sorted(
+            (d for d in (root / "versions").glob(f"{version}*") if pattern.match(d.name)),
+            key=lambda d: [int(part) for part in d.name.split(".")],
+        )
+        for folder in reversed(found):
+            candidate = folder / "bin" / f"python{version}"
+            if _runs_as(str(candidate), version):
+                return candidate
+    return None
+
+
+def _expose_interpreters(versions: tuple[str, ...]) -> None:
+    """Put a working ``pythonX.Y`` first on PATH for each version that has one anywhere.
+
+    Links go in ``.nox/interpreters``, which holds nothing else, so nothing but those
+    names changes for the sessions. A version found nowhere is named on stderr; nox then
+    skips its sessions (or fails them in CI).
+    """
+    links = ROOT / ".nox" / "interpreters"
+    for version in versions:
+        name = f"python{version}"
+        link = links / name
+        if link.exists() and _runs_as(str(link), version):
+            continue
+        on_path = shutil.which(name)
+        if on_path and _runs_as(on_path, version):
+            continue
+        hidden = _installed_but_hidden(version)
+        if hidden is None:
+            print(f"noxfile: no working {name} on PATH or in pyenv's versions", file=sys.stderr)
+            continue
+        links.mkdir(parents=True, exist_ok=True)
+        link.unlink(missing_ok=True)
+        link.symlink_to(hidden)
+    if links.is_dir():
+        os.environ["PATH"] = f"{links}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+_expose_interpreters(PYTHONS)
 
 CORE = "packages/memorysync-core"
 LOCAL = "packages/memorysync-local"
@@ -43,31 +132,17 @@ AG2_VERSIONS = {
     "newest": ("autogen[openai]==0.14.1",),
 }
 
-# The explicit list the README's test command (and .ci/run) runs. Never bench.
-TEST_SESSIONS = (
-    "lint",
-    "typecheck",
-    "core",
-    "local",
-    "autogen(oldest)",
-    "autogen(newest)",
-    "ag2(oldest)",
-    "ag2(newest)",
-    "cross",
-    "docs",
-    "packaging",
-)
 
-
-@nox.session
+@nox.session(tags=["test"])
 def lint(session: nox.Session) -> None:
     """Ruff lint and format check over the whole repo."""
     session.install("ruff==0.14.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("python", "tools/code_lines.py", "--limit", "500")
 
 
-@nox.session
+@nox.session(tags=["test"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over every package's sources."""
     session.install("mypy==1.18.2", *TEST_TOOLS)
@@ -82,7 +157,7 @@ def typecheck(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(tags=["test"])
 def core(session: nox.Session) -> None:
     """memorysync-core's tests (respx, the fake server)."""
     session.install(*TEST_TOOLS)
@@ -90,7 +165,26 @@ def core(session: nox.Session) -> None:
     session.run("pytest", f"{CORE}/tests", *session.posargs)
 
 
-@nox.session
+@nox.session(tags=["test"])
+def core_httpx_floor(session: nox.Session) -> None:
+    """memorysync-core's tests on the lowest httpx the core declares."""
+    session.install(*TEST_TOOLS)
+    session.install("-e", CORE, "-e", LOCAL)
+    session.install(f"httpx=={_declared_httpx_floor()}")
+    session.run("python", "-c", "import httpx; print('httpx', httpx.__version__)")
+    session.run("pytest", f"{CORE}/tests", *session.posargs)
+
+
+def _declared_httpx_floor() -> str:
+    """The ``httpx>=X`` floor in the core's ``[project.dependencies]``."""
+    text = (ROOT / CORE / "pyproject.toml").read_text()
+    match = re.search(r'"httpx>=([0-9.]+)', text)
+    if match is None:
+        raise RuntimeError("memorysync-core declares no httpx floor")
+    return match.group(1)
+
+
+@nox.session(tags=["test"])
 def local(session: nox.Session) -> None:
     """memorysync-local's tests, including the official client's interop test."""
     session.install(*TEST_TOOLS, "memorysync==1.10.1")
@@ -98,7 +192,7 @@ def local(session: nox.Session) -> None:
     session.run("pytest", f"{LOCAL}/tests", *session.posargs)
 
 
-@nox.session
+@nox.session(tags=["test"])
 @nox.parametrize("framework", [nox.param(name, id=name) for name in AUTOGEN_VERSIONS])
 def autogen(session: nox.Session, framework: str) -> None:
     """autogen-memorysync on the oldest and the newest supported AutoGen."""
@@ -109,7 +203,7 @@ def autogen(session: nox.Session, framework: str) -> None:
     session.run("pytest", f"{AUTOGEN}/tests", *session.posargs)
 
 
-@nox.session
+@nox.session(tags=["test"])
 @nox.parametrize("framework", [nox.param(name, id=name) for name in AG2_VERSIONS])
 def ag2(session: nox.Session, framework: str) -> None:
     """ag2-memorysync on the oldest and the newest supported classic AG2."""
@@ -118,7 +212,30 @@ def ag2(session: nox.Session, framework: str) -> None:
     session.run("pytest", f"{AG2}/tests", *session.posargs)
 
 
-@nox.session
+# What each package's tests need beside it in ``compat`` (adapters: newest framework).
+COMPAT_STACKS = {
+    "core": (TEST_TOOLS, ("-e", CORE, "-e", LOCAL)),
+    "local": ((*TEST_TOOLS, "memorysync==1.10.1"), ("-e", CORE, "-e", LOCAL)),
+    "autogen": (
+        TEST_TOOLS,
+        ("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, *AUTOGEN_VERSIONS["newest"], *AUTOGEN_TEST_PINS),
+    ),
+    "ag2": (TEST_TOOLS, ("-e", CORE, "-e", LOCAL, "-e", AG2, *AG2_VERSIONS["newest"])),
+}
+
+
+@nox.session(tags=["test"], python=PYTHONS)
+@nox.parametrize("package", list(COMPAT_STACKS))
+def compat(session: nox.Session, package: str) -> None:
+    """A package's tests on the oldest and the newest Python the packages claim."""
+    tools, packages = COMPAT_STACKS[package]
+    session.install(*tools)
+    session.install(*packages)
+    folder = {"core": CORE, "local": LOCAL, "autogen": AUTOGEN, "ag2": AG2}[package]
+    session.run("pytest", f"{folder}/tests", *session.posargs)
+
+
+@nox.session(tags=["test"])
 def cross(session: nox.Session) -> None:
     """Cross-package tests: fault injection, secrets, examples, docs snippets."""
     session.install(*TEST_TOOLS, "schemathesis>=3.39,<4", "hypothesis==6.170.9")
@@ -127,7 +244,7 @@ def cross(session: nox.Session) -> None:
     session.run("pytest", "tests", *session.posargs)
 
 
-@nox.session
+@nox.session(tags=["test"])
 def docs(session: nox.Session) -> None:
     """Build the documentation site in strict mode."""
     # pymdown-extensions 12+ breaks mkdocstrings' highlighting (Highlight.__init__ needs md).
@@ -141,11 +258,18 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")
 
 
-@nox.session
+@nox.session(tags=["test"])
 def packaging(session: nox.Session) -> None:
     """Build every wheel and sdist, twine-check them, smoke-test each wheel alone."""
     session.install("hatch>=1.12", "twine>=5", "uv==0.13.9")
     session.run("python", "tools/check_packaging.py")
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build every wheel and sdist into dist/ (what the packaging session checks)."""
+    session.install("hatch>=1.12", "uv==0.13.9")
+    session.run("python", "tools/check_packaging.py", "--build-only")
 
 
 @nox.session

@@ -12,12 +12,14 @@ Run from anywhere (``nox -s packaging`` runs it); needs ``hatch``, ``twine`` and
    ``memorysync-local`` wheel for an embedded server) and run a smoke test.
 
 Exit status 0 when everything passes; the first failure stops the run with its output.
+With ``--build-only`` it stops after step 1 (``python3 dev.py build`` runs it so).
 """
 
 from __future__ import annotations
 
 import email
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +33,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"
-VERSION = "2.0.0"
+
+
+def _written_version(folder: str, import_name: str) -> str:
+    """The version as its one source, the package's ``_version.py``, writes it."""
+    source = (ROOT / "packages" / folder / "src" / import_name / "_version.py").read_text()
+    match = re.search(r'^__version__ = "([^"]+)"$', source, re.M)
+    if match is None:
+        raise SystemExit(f"no __version__ in {folder}'s _version.py")
+    return match.group(1)
+
+
+# The four distributions release together under one version (the core's).
+VERSION = _written_version("memorysync-core", "memorysync_core")
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,7 @@ from importlib.metadata import version
 import httpx
 import memorysync_core as core
 
-assert version("memorysync-core") == "2.0.0", version("memorysync-core")
+assert version("memorysync-core") == core.__version__, version("memorysync-core")
 
 def handler(request: httpx.Request) -> httpx.Response:
     if request.url.path == "/org/projects":
@@ -155,14 +169,14 @@ PACKAGES = (
         "autogen-memorysync",
         "autogen-memorysync",
         "autogen_memorysync",
-        ("autogen-agentchat==0.7.5", "memorysync-local==2.0.0"),
+        ("autogen-agentchat==0.7.5", f"memorysync-local=={VERSION}"),
         _SMOKE_AUTOGEN,
     ),
     Package(
         "ag2-memorysync",
         "ag2-memorysync",
         "ag2_memorysync",
-        ("autogen==0.14.1", "memorysync-local==2.0.0"),
+        ("autogen==0.14.1", f"memorysync-local=={VERSION}"),
         _SMOKE_AG2,
     ),
 )
@@ -255,6 +269,9 @@ def check_metadata() -> list[str]:
             meta = email.message_from_string(zf.read(meta_name).decode())
             names = zf.namelist()
         problems = [f"missing {field}" for field in REQUIRED_METADATA if not meta.get(field)]
+        written = _written_version(package.folder, package.import_name)
+        if written != VERSION:
+            problems.append(f"_version.py says {written!r}, the core says {VERSION!r}")
         if meta.get("Version") != VERSION:
             problems.append(f"Version is {meta.get('Version')!r}, expected {VERSION!r}")
         if meta.get("Requires-Python") != ">=3.10":
@@ -307,11 +324,14 @@ def smoke(package: Package, workdir: Path) -> None:
     print(_run([str(python), str(script)], cwd=workdir, env=env).strip())
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="memorysync-packaging-") as tmp:
         try:
             build(Path(tmp))
+            if argv == ["--build-only"]:
+                print(f"\nbuilt into {DIST}: " + ", ".join(sorted(p.name for p in DIST.iterdir())))
+                return 0
             failures = check_metadata()
         except CheckFailed as exc:
             print(f"\nPACKAGING CHECK FAILED: {exc}", file=sys.stderr)
@@ -329,4 +349,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from importlib.metadata import version
 
 import pytest
 from autogen import ConversableAgent, UserProxyAgent
@@ -11,12 +12,14 @@ import ag2_memorysync
 from ag2_memorysync import MemorySyncCapability, speaks_for_a_person
 
 
-def test_the_public_names_are_exactly_the_three_documented_ones():
+def test_the_public_names_are_exactly_the_documented_ones():
     assert sorted(ag2_memorysync.__all__) == [
         "MemorySyncCapability",
+        "__version__",
         "register_memory_tools",
         "speaks_for_a_person",
     ]
+    assert ag2_memorysync.__version__ == version("ag2-memorysync")
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -32,12 +33,14 @@ EVERY_SETTING: dict[str, Any] = {
 }
 
 
-def test_public_names_are_exactly_the_three_documented_ones() -> None:
+def test_public_names_are_exactly_the_documented_ones() -> None:
     assert autogen_memorysync.__all__ == [
         "MemorySyncMemory",
         "MemorySyncMemoryConfig",
+        "__version__",
         "create_memory_tools",
     ]
+    assert autogen_memorysync.__version__ == version("autogen-memorysync")
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from importlib.metadata import version
 
 import memorysync_core
 from memorysync_core import errors
@@ -63,8 +64,8 @@ def test_errors_module_exposes_the_same_classes_as_the_package() -> None:
     assert "MemorySyncError" in (errors.__doc__ or "")
 
 
-def test_version_is_2_0_0() -> None:
-    assert memorysync_core.__version__ == "2.0.0"
+def test_version_is_the_installed_distributions() -> None:
+    assert memorysync_core.__version__ == version("memorysync-core")
 
 
 def test_import_loads_no_framework_or_server_module() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
+from importlib.metadata import version
 from typing import Any
 
 import httpx
@@ -28,7 +29,7 @@ from memorysync_core import (
 
 from .conftest import API_KEY, BASE_URL
 
-USER_AGENT = "memorysync-core/2.0.0 (+autogen)"
+USER_AGENT = f"memorysync-core/{version('memorysync-core')} (+autogen)"
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ def test_all_is_exactly_the_public_surface() -> None:
     )
     public = {n for n in dir(memorysync_local) if not n.startswith("_")} | {"__version__"}
     assert public == set(memorysync_local.__all__)
-    assert memorysync_local.__version__ == "2.0.0"
+    assert memorysync_local.__version__ == version("memorysync-local")
 
 
 def test_embedded_gives_everything_an_adapter_needs() -> None:

@@ -18,5 +18,11 @@ Example::
 from ._capability import MemorySyncCapability
 from ._roles import speaks_for_a_person
 from ._tools import register_memory_tools
+from ._version import __version__
 
-__all__ = ["MemorySyncCapability", "register_memory_tools", "speaks_for_a_person"]
+__all__ = [
+    "MemorySyncCapability",
+    "__version__",
+    "register_memory_tools",
+    "speaks_for_a_person",
+]

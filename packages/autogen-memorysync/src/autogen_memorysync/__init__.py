@@ -19,5 +19,6 @@ from __future__ import annotations
 from ._config import MemorySyncMemoryConfig
 from ._memory import MemorySyncMemory
 from ._tools import create_memory_tools
+from ._version import __version__
 
-__all__ = ["MemorySyncMemory", "MemorySyncMemoryConfig", "create_memory_tools"]
+__all__ = ["MemorySyncMemory", "MemorySyncMemoryConfig", "__version__", "create_memory_tools"]

@@ -1,4 +1,4 @@
-"""The distribution's version, sent in the User-Agent."""
+"""The distribution's version: the one place it is written (hatch reads it at build time)."""
 
 from __future__ import annotations
 

@@ -9,11 +9,12 @@ from several event loops and threads at once.
 # No `from __future__ import annotations`: FastAPI reads the dependency
 # annotations of the route functions defined inside _add_routes at runtime.
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query
+from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Response
 
 from memorysync_local._errors import GuardMiddleware, install_error_handlers
 from memorysync_local._extract import Extractor, RuleBasedExtractor
@@ -117,49 +118,53 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             raise QuotaExceeded(store.retry_after())
         return True
 
-    @app.get("/health", tags=["meta"])
-    def health() -> dict[str, str]:
+    @app.get("/health", tags=["meta"], response_model=dict[str, str])
+    def health() -> Response:
         """Liveness probe (no key needed)."""
-        return {"status": "ok", "version": __version__}
+        return _answer({"status": "ok", "version": __version__})
 
-    @app.get("/org/projects", tags=["org"])
-    def projects(who: Auth) -> list[dict[str, Any]]:
+    @app.get("/org/projects", tags=["org"], response_model=list[dict[str, Any]])
+    def projects(who: Auth) -> Response:
         """The key's project; evaluation keys have no ``projects:read`` scope (403)."""
         if who.evaluation:
             raise HTTPException(403, "evaluation keys lack the projects:read scope")
         created = store.created_at()
         digest = hashlib.sha256(who.tenant_id.encode("utf-8", "surrogatepass")).hexdigest()
-        return [
-            {
-                "id": f"proj_{digest[:16]}",
-                "name": "Local",
-                "tenant_id": who.tenant_id,
-                "is_default": True,
-                "memory_count": store.memory_count(who.tenant_id),
-                "created_at": created,
-                "updated_at": created,
-            }
-        ]
+        return _answer(
+            [
+                {
+                    "id": f"proj_{digest[:16]}",
+                    "name": "Local",
+                    "tenant_id": who.tenant_id,
+                    "is_default": True,
+                    "memory_count": store.memory_count(who.tenant_id),
+                    "created_at": created,
+                    "updated_at": created,
+                }
+            ]
+        )
 
-    @app.post("/v1/memory/add_turn", tags=["memory"])
-    def add_turn(body: AddTurnBody, who: Auth) -> dict[str, Any]:
+    @app.post("/v1/memory/add_turn", tags=["memory"], response_model=dict[str, Any])
+    def add_turn(body: AddTurnBody, who: Auth) -> Response:
         """Send one turn to fact extraction (only a user turn's durable facts are stored)."""
         own(who, body.tenant_id)
         role, text = _resolve_role(body)
-        return store.add_turn(
-            who,
-            user_id=body.user_id,
-            text=text,
-            role=role,
-            speaker=body.speaker,
-            occurred_at=body.occurred_at,
-            metadata=body.metadata,
-            source=body.source,
-            replay_text=body.text,
+        return _answer(
+            store.add_turn(
+                who,
+                user_id=body.user_id,
+                text=text,
+                role=role,
+                speaker=body.speaker,
+                occurred_at=body.occurred_at,
+                metadata=body.metadata,
+                source=body.source,
+                replay_text=body.text,
+            )
         )
 
-    @app.post("/v1/memory/recall", tags=["memory"])
-    def recall(body: RecallBody, who: Auth) -> dict[str, Any]:
+    @app.post("/v1/memory/recall", tags=["memory"], response_model=dict[str, Any])
+    def recall(body: RecallBody, who: Auth) -> Response:
         """The user's most relevant memories, and a grouped, prompt-ready context block."""
         own(who, body.tenant_id)
         started = time.perf_counter()
@@ -167,26 +172,32 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             memories: list[dict[str, Any]] = []
         else:
             memories = store.search(who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K)
-        return {
-            "context": render_context(memories),
-            "memories": memories,
-            "latency_ms": round((time.perf_counter() - started) * 1000, 2),
-        }
+        return _answer(
+            {
+                "context": render_context(memories),
+                "memories": memories,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            }
+        )
 
-    @app.post("/v1/memory/query", tags=["memory"])
-    def query(body: RecallBody, who: Auth) -> dict[str, Any]:
+    @app.post("/v1/memory/query", tags=["memory"], response_model=dict[str, Any])
+    def query(body: RecallBody, who: Auth) -> Response:
         """Plain search over the user's memories."""
         own(who, body.tenant_id)
         if reads_blocked(who):
-            return {"memories": []}
-        return {
-            "memories": store.search(who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K)
-        }
+            return _answer({"memories": []})
+        return _answer(
+            {
+                "memories": store.search(
+                    who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K
+                )
+            }
+        )
 
-    @app.get("/v1/memory/status/{memory_id}", tags=["memory"])
+    @app.get("/v1/memory/status/{memory_id}", tags=["memory"], response_model=dict[str, Any])
     def status(
         memory_id: Annotated[str, Path(max_length=40, description="12 or m_12")], who: Auth
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Ingestion status of one memory of the key's tenant."""
         raw = memory_id[2:] if memory_id.startswith("m_") else memory_id
         # isdigit() alone admits digits int() refuses ("¹") or reads (Arabic-Indic).
@@ -197,86 +208,108 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         found = store.memory_status(who.tenant_id, int(raw))
         if found is None:
             raise HTTPException(404, f"memory {memory_id} not found")
-        return found
+        return _answer(found)
 
-    @app.get("/v1/memory/{tenant_id}/{user_id:path}/list", tags=["memory"])
+    @app.get(
+        "/v1/memory/{tenant_id}/{user_id:path}/list", tags=["memory"], response_model=dict[str, Any]
+    )
     def list_memories(
         tenant_id: str,
         user_id: str,
         who: Auth,
         limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Every memory of the user, newest first (``limit=0``: no limit)."""
         own(who, tenant_id)
         if reads_blocked(who):
-            return {"memories": [], "total": 0}
+            return _answer({"memories": [], "total": 0})
         memories, total = store.list_memories(tenant_id, user_id, limit, offset)
-        return {"memories": memories, "total": total}
+        return _answer({"memories": memories, "total": total})
 
-    @app.delete("/memory/forget", tags=["memory"])
-    def forget(body: ForgetBody, who: Auth, user: EndUser) -> list[int]:
+    @app.delete("/memory/forget", tags=["memory"], response_model=list[int])
+    def forget(body: ForgetBody, who: Auth, user: EndUser) -> Response:
         """Delete the end user's memories by ids or filters; the deleted ids."""
-        return store.forget(
-            who.tenant_id,
-            user,
-            memory_ids=body.memory_ids,
-            filters=body.filters.model_dump(exclude_none=True) if body.filters else None,
-            dry_run=bool(body.dry_run),
+        return _answer(
+            store.forget(
+                who.tenant_id,
+                user,
+                memory_ids=body.memory_ids,
+                filters=body.filters.model_dump(exclude_none=True) if body.filters else None,
+                dry_run=bool(body.dry_run),
+            )
         )
 
-    @app.post("/memory/add", tags=["memory"])
-    def add_memory(body: AddMemoryBody, who: Auth, user: EndUser) -> dict[str, Any]:
+    @app.post("/memory/add", tags=["memory"], response_model=dict[str, Any])
+    def add_memory(body: AddMemoryBody, who: Auth, user: EndUser) -> Response:
         """Store the durable facts of a text; a memory object or a skipped answer."""
-        return store.add_memory(
-            who,
-            user_id=user,
-            text=body.text,
-            source=body.source,
-            tags=body.tags,
-            importance=body.importance,
-            session_id=body.session_id,
-            metadata=body.metadata,
-            client_ref=body.client_ref,
+        return _answer(
+            store.add_memory(
+                who,
+                user_id=user,
+                text=body.text,
+                source=body.source,
+                tags=body.tags,
+                importance=body.importance,
+                session_id=body.session_id,
+                metadata=body.metadata,
+                client_ref=body.client_ref,
+            )
         )
 
-    @app.post("/v1/history/append", tags=["history"])
-    def history_append(body: HistoryAppendBody, who: Auth) -> dict[str, Any]:
+    @app.post("/v1/history/append", tags=["history"], response_model=dict[str, Any])
+    def history_append(body: HistoryAppendBody, who: Auth) -> Response:
         """Store transcript turns verbatim; user turns also go to fact extraction."""
         own(who, body.tenant_id)
-        return store.append_history(
-            who,
-            user_id=body.user_id,
-            session_id=body.session_id,
-            source=body.source,
-            turns=[t.model_dump() for t in body.turns],
-            extract=body.extract,
-            metadata=body.metadata,
+        return _answer(
+            store.append_history(
+                who,
+                user_id=body.user_id,
+                session_id=body.session_id,
+                source=body.source,
+                turns=[t.model_dump() for t in body.turns],
+                extract=body.extract,
+                metadata=body.metadata,
+            )
         )
 
-    @app.post("/v1/history/list", tags=["history"])
-    def history_list(body: HistoryListBody, who: Auth) -> dict[str, Any]:
+    @app.post("/v1/history/list", tags=["history"], response_model=dict[str, Any])
+    def history_list(body: HistoryListBody, who: Auth) -> Response:
         """A session's turns, oldest first (``limit``: the latest N)."""
         own(who, body.tenant_id)
         if reads_blocked(who):
-            return {"items": [], "total": 0}
+            return _answer({"items": [], "total": 0})
         items, total = store.list_history(
             who.tenant_id, body.user_id, body.session_id, body.source, body.limit
         )
-        return {"items": items, "total": total}
+        return _answer({"items": items, "total": total})
 
-    @app.post("/v1/history/delete", tags=["history"])
-    def history_delete(body: HistoryDeleteBody, who: Auth) -> dict[str, list[str]]:
+    @app.post("/v1/history/delete", tags=["history"], response_model=dict[str, list[str]])
+    def history_delete(body: HistoryDeleteBody, who: Auth) -> Response:
         """Delete turns by session or ids (and their facts with ``delete_derived_facts``)."""
         own(who, body.tenant_id)
-        return store.delete_history(
-            who.tenant_id,
-            body.user_id,
-            session_id=body.session_id,
-            ids=body.ids,
-            source=body.source,
-            delete_derived_facts=body.delete_derived_facts,
+        return _answer(
+            store.delete_history(
+                who.tenant_id,
+                body.user_id,
+                session_id=body.session_id,
+                ids=body.ids,
+                source=body.source,
+                delete_derived_facts=body.delete_derived_facts,
+            )
         )
+
+
+def _answer(content: Any) -> Response:
+    """A JSON answer rendered by the stdlib encoder.
+
+    Routes return this rather than a dict so FastAPI's response serializer (which
+    refuses nesting its own limit considers too deep) never runs after a write has
+    been committed: what a route answers is what it validated or stored, and the
+    stdlib encoder renders anything that passed the input checks.
+    """
+    body = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return Response(body.encode("utf-8"), media_type="application/json")
 
 
 _ROLE_HEADS = {"user": "user", "human": "user", "ai": "assistant", "assistant": "assistant"}

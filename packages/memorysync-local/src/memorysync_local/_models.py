@@ -21,6 +21,9 @@ MAX_HISTORY_LIMIT = 5_000
 MAX_K = 100
 MAX_ID_CHARS = 512
 MAX_JSON_CHARS = 64_000
+# Nesting of client JSON (metadata, payload): one limit, checked before anything is
+# written, far below what any serializer on the way back refuses.
+MAX_JSON_DEPTH = 64
 MAX_INT = 2**63 - 1
 
 
@@ -34,24 +37,57 @@ def _storable(value: str) -> str:
     return value
 
 
-def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+def json_depth(value: Any) -> int:
+    """How deeply containers nest in ``value`` (a scalar is 0, ``{}`` is 1); iterative."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def _check_json(value: Any) -> None:
+    """Refuse JSON that nests too deeply, is not valid text, or is too long."""
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"must nest at most {MAX_JSON_DEPTH} levels deep")
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
         encoded.encode("utf-8")
     except (ValueError, UnicodeEncodeError, RecursionError) as exc:
-        raise ValueError(
-            f"must be a JSON object of valid text ({exc.__class__.__name__})"
-        ) from None
+        raise ValueError(f"must be JSON of valid text ({exc.__class__.__name__})") from None
     if len(encoded) > MAX_JSON_CHARS:
         raise ValueError(f"must serialise to at most {MAX_JSON_CHARS} characters")
+
+
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+    _check_json(value)
+    return value
+
+
+def _json_value(value: Any) -> Any:
+    if value is not None:
+        _check_json(value)
     return value
 
 
 def _iso(value: str) -> str:
     try:
         return normalise_iso(value)
-    except ValueError:
-        raise ValueError(f"must be an ISO 8601 date-time, got {value[:40]!r}") from None
+    except (ValueError, OverflowError):
+        raise ValueError(
+            f"must be an ISO 8601 date-time within the years 0001-9999 (UTC), got {value[:40]!r}"
+        ) from None
 
 
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_storable)]
@@ -59,6 +95,7 @@ Name = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidat
 Short = Annotated[str, Field(max_length=MAX_ID_CHARS), AfterValidator(_storable)]
 IsoTime = Annotated[str, Field(max_length=64), AfterValidator(_iso)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_object)]
+JsonValue = Annotated[Any, AfterValidator(_json_value)]
 MemoryId = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
 
 
@@ -152,14 +189,8 @@ class HistoryTurn(_Body):
     content: Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_storable)]
     seq: Annotated[int, Field(ge=-MAX_INT, le=MAX_INT, strict=True)] | None = None
     occurred_at: IsoTime | None = None
-    payload: Any = None
+    payload: JsonValue = None
     idempotency_key: Name | None = None
-
-    @model_validator(mode="after")
-    def _payload_is_json(self) -> HistoryTurn:
-        if self.payload is not None:
-            _json_object({"payload": self.payload})
-        return self
 
 
 class HistoryAppendBody(_Body):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone
 
-_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def utc_now() -> datetime:
@@ -13,8 +13,17 @@ def utc_now() -> datetime:
 
 
 def render(moment: datetime) -> str:
-    """Render as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (lexicographic order = time order)."""
-    return moment.astimezone(timezone.utc).strftime(_FORMAT)
+    """Render as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (lexicographic order = time order).
+
+    Formatted by hand: ``strftime("%Y")`` does not zero-pad years before 1000 on
+    every platform, which would break the ordering. ``OverflowError`` when the
+    instant has no UTC rendering (9999-12-31T23:59-05:00 is in year 10000).
+    """
+    m = moment.astimezone(timezone.utc)
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T"
+        f"{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{m.microsecond:06d}Z"
+    )
 
 
 def parse_iso(value: str) -> datetime:
@@ -29,8 +38,27 @@ def parse_iso(value: str) -> datetime:
 
 
 def normalise_iso(value: str) -> str:
-    """Canonical rendering of an ISO 8601 string, so equal instants compare equal."""
-    return render(parse_iso(value))
+    """Canonical rendering of an ISO 8601 string, so equal instants compare equal.
+
+    ``ValueError`` for text that is not ISO 8601, and for an instant outside the
+    years 1-9999 once moved to UTC.
+    """
+    moment = parse_iso(value)
+    try:
+        return render(moment)
+    except OverflowError:
+        raise ValueError("outside the years 0001-9999 in UTC") from None
+
+
+def epoch_micros(moment: datetime) -> int:
+    """Integer microseconds since the Unix epoch (negative before 1970); exact."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def rendered_micros(rendered: str) -> int:
+    """:func:`epoch_micros` of a string written by :func:`render`."""
+    return epoch_micros(parse_iso(rendered))
 
 
 def month_key(moment: datetime) -> str:

@@ -17,7 +17,7 @@ import time
 import warnings
 from pathlib import Path
 
-from . import budget, capture, hot_paths, loop_health, many_users, server_bench
+from . import budget, capture, history, hot_paths, loop_health, many_users, server_bench
 from ._report import chart, markdown
 from ._server import BenchServer
 from ._stats import Section
@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             markdown=server_bench.run(tuple(args.sizes)),
         )
     )
+    print("running the history-length benchmark (item 8, embedded server) ...", file=sys.stderr)
+    sections += history.run(quick=args.quick)
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text(markdown(sections, elapsed=elapsed, quick=args.quick))

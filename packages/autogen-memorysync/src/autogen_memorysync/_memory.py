@@ -31,7 +31,14 @@ from memorysync_core import (
 )
 
 from ._config import MemorySyncMemoryConfig
-from ._injection import block_source, read_messages, with_block, write_messages
+from ._injection import (
+    Placements,
+    block_source,
+    live_messages,
+    read_state,
+    with_block,
+    write_state,
+)
 from ._query import find_query
 
 logger = logging.getLogger("memorysync.autogen")
@@ -139,6 +146,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             (api.base_url, api.project_id or "", tenant_id or "", user_id, session_id)
         )
         self._block_source = block_source(identity)
+        self._placements = Placements(self._block_source)
 
     # -- readable settings -------------------------------------------------------------
 
@@ -235,34 +243,51 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
 
         Never raises (except cancellation) and never waits longer than
         ``recall_timeout`` for the server: on a timeout, an error or a 429 it injects
-        nothing, removes this memory's previous block and logs one warning.
+        nothing, removes this memory's previous block and logs one warning. The context
+        is left untouched when its block is already the right one.
         """
-        try:
-            state, messages = await read_messages(model_context)
-        except Exception as exc:
-            logger.warning(
-                "could not read the model context (%s); no memories this turn", type(exc).__name__
-            )
-            return _update_result(())
+        state: Mapping[str, Any] | None = None
+        messages = live_messages(model_context)
+        if messages is None:
+            try:
+                state, messages = await read_state(model_context)
+            except Exception as exc:
+                logger.warning(
+                    "could not read the model context (%s); no memories this turn",
+                    type(exc).__name__,
+                )
+                return _update_result(())
         query = find_query(messages)
         recalled = RecallResult.EMPTY
         if query is not None and len(query[1]) >= self._settings.min_prompt_chars:
             recalled = await self._memory.recall(query[1])
-        updated = with_block(
-            messages,
-            source=self._block_source,
-            block=recalled.block,
-            anchor=None if query is None else query[0],
-        )
-        if updated is not None:
-            try:
-                await write_messages(model_context, state, updated)
-            except Exception as exc:
-                logger.warning(
-                    "could not update the model context (%s); no memories this turn",
-                    type(exc).__name__,
+        try:
+            if state is None:
+                # Read the list again: it may have been replaced while recall awaited.
+                current = live_messages(model_context)
+                if current is None:  # someone put something else in its place
+                    raise TypeError("the model context no longer keeps a message list")
+                self._placements.update(
+                    model_context,
+                    current,
+                    block=recalled.block,
+                    query=None if query is None else messages[query[0]],
                 )
-                return _update_result(())
+            else:
+                updated = with_block(
+                    messages,
+                    source=self._block_source,
+                    block=recalled.block,
+                    anchor=None if query is None else query[0],
+                )
+                if updated is not None:
+                    await write_state(model_context, state, updated)
+        except Exception as exc:
+            logger.warning(
+                "could not update the model context (%s); no memories this turn",
+                type(exc).__name__,
+            )
+            return _update_result(())
         if not recalled:
             return _update_result(())
         if not recalled.memories:

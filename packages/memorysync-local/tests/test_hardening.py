@@ -7,6 +7,7 @@ import json
 import sqlite3
 from contextlib import closing
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -159,3 +160,88 @@ async def test_the_calendars_own_ends_are_stored_zero_padded(
     answer = await client.post("/v1/history/append", json={**HISTORY, "turns": turns})
     assert answer.status_code == 200, answer.text
     assert answer.json()["items"][0]["occurred_at"] == stored
+
+
+# --- item 6: tenant and user ids that are awkward in a path ---------------------------
+
+AWKWARD = ["a/b", "50%", "a%2Fb", "x y", ".", "..", "josé", "用户", "a/../b"]
+
+
+def segment(value: str) -> str:
+    """One path segment, as a client must send it: dot segments encoded too."""
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if set(value) == {"."} else quoted
+
+
+@pytest.mark.parametrize("tenant", ["team/a", "50%", "x y", "..", "équipe"])
+async def test_a_tenant_id_with_a_slash_or_percent_lists_its_own_memories(
+    make_local_server: Any, clients: Any, tenant: str
+) -> None:
+    for served in (False, True):
+        server = make_local_server(served=served, api_key="ms_team", tenant_id=tenant)
+        async with clients(server) as client:
+            body = {"tenant_id": tenant, "user_id": "ana", "text": "I live in Oslo.", "source": "t"}
+            stored = await client.post("/v1/memory/add_turn", json=body)
+            assert stored.status_code == 200, stored.text
+            listed = await client.get(f"/v1/memory/{segment(tenant)}/ana/list")
+            assert listed.status_code == 200, listed.text
+            assert [m["text"] for m in listed.json()["memories"]] == ["Lives in Oslo"]
+
+
+@pytest.mark.parametrize("user", AWKWARD)
+async def test_an_awkward_user_id_works_on_every_body_and_path_route(
+    client: httpx.AsyncClient, server: Any, user: str
+) -> None:
+    body = {"tenant_id": T, "user_id": user}
+    stored = await client.post(
+        "/v1/memory/add_turn", json={**body, "text": "I live in Oslo.", "source": "t"}
+    )
+    assert stored.status_code == 200, stored.text
+    listed = await client.get(f"/v1/memory/{T}/{segment(user)}/list")
+    assert listed.status_code == 200, listed.text
+    assert [m["text"] for m in listed.json()["memories"]] == ["Lives in Oslo"]
+    for route in ("/v1/memory/recall", "/v1/memory/query"):
+        found = await client.post(route, json={**body, "prompt": "Oslo"})
+        assert [m["text"] for m in found.json()["memories"]] == ["Lives in Oslo"], route
+    session = {**body, "session_id": user, "source": "t"}
+    appended = await client.post(
+        "/v1/history/append", json={**session, "turns": [{"role": "user", "content": "hi"}]}
+    )
+    assert appended.status_code == 200, appended.text
+    history = await client.post("/v1/history/list", json=session)
+    assert [i["content"] for i in history.json()["items"]] == ["hi"]
+    deleted = await client.post("/v1/history/delete", json={**body, "session_id": user})
+    assert len(deleted.json()["deleted_ids"]) == 1
+    # No other user's rows were touched: the neighbours of the id see nothing.
+    for other in {"a", "b", "ana", "", "x"} - {user}:
+        if other:
+            assert stored_memories(server, T, other) == []
+
+
+@pytest.mark.parametrize("user", ["a/b", "50%", "x y", ".", "..", "a/../b"])
+async def test_an_awkward_user_id_works_on_the_header_routes(
+    client: httpx.AsyncClient, server: Any, user: str
+) -> None:
+    headers = {"X-End-User-ID": user}
+    added = await client.post("/memory/add", json={"text": "I like tea."}, headers=headers)
+    assert added.status_code == 200, added.text
+    assert [m["text"] for m in stored_memories(server, T, user)] == ["Likes tea"]
+    listed = await client.get(f"/v1/memory/{T}/{segment(user)}/list")
+    assert [m["text"] for m in listed.json()["memories"]] == ["Likes tea"]
+    forgot = await client.request(
+        "DELETE", "/memory/forget", json={"filters": {"source": "x"}}, headers=headers
+    )
+    assert forgot.status_code == 200
+    forgot = await client.request(
+        "DELETE", "/memory/forget", json={"memory_ids": [added.json()["id"]]}, headers=headers
+    )
+    assert forgot.json() == [added.json()["id"]]
+    assert stored_memories(server, T, user) == []
+
+
+async def test_a_list_path_with_a_bad_utf8_escape_is_not_a_500(
+    client: httpx.AsyncClient,
+) -> None:
+    answer = await client.get(f"/v1/memory/{T}/%FF%FE/list")
+    assert answer.status_code == 200
+    assert answer.json() == {"memories": [], "total": 0}

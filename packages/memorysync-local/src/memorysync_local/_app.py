@@ -13,8 +13,9 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
+from urllib.parse import unquote_to_bytes
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Response
+from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
 
 from memorysync_local._errors import GuardMiddleware, install_error_handlers
 from memorysync_local._extract import Extractor, RuleBasedExtractor
@@ -214,13 +215,19 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         "/v1/memory/{tenant_id}/{user_id:path}/list", tags=["memory"], response_model=dict[str, Any]
     )
     def list_memories(
+        request: Request,
         tenant_id: str,
         user_id: str,
         who: Auth,
         limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
     ) -> Response:
-        """Every memory of the user, newest first (``limit=0``: no limit)."""
+        """Every memory of the user, newest first (``limit=0``: no limit).
+
+        Each id is one percent-encoded path segment (``a%2Fb`` is the id ``a/b``,
+        ``%2E%2E`` the id ``..``).
+        """
+        tenant_id, user_id = _list_ids(request.scope, tenant_id, user_id)
         own(who, tenant_id)
         if reads_blocked(who):
             return _answer({"memories": [], "total": 0})
@@ -298,6 +305,35 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
                 delete_derived_facts=body.delete_derived_facts,
             )
         )
+
+
+_LIST_PREFIX = b"/v1/memory/"
+_LIST_SUFFIX = b"/list"
+
+
+def _list_ids(scope: Mapping[str, Any], tenant_id: str, user_id: str) -> tuple[str, str]:
+    """The tenant and user ids of a list path, read from the raw (undecoded) path.
+
+    The ASGI server decodes ``%2F`` before routing, so the routed values split a
+    tenant ``a/b`` in the wrong place. The raw path keeps the segments apart: the
+    tenant is the first segment, the user id everything up to ``/list``, each
+    percent-decoded once. Without a raw path, the routed values stand.
+    """
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes):
+        return tenant_id, user_id
+    raw = raw.partition(b"?")[0]
+    if not (raw.startswith(_LIST_PREFIX) and raw.endswith(_LIST_SUFFIX)):
+        return tenant_id, user_id
+    tenant, sep, user = raw[len(_LIST_PREFIX) : -len(_LIST_SUFFIX)].partition(b"/")
+    if not sep or not tenant or not user:
+        return tenant_id, user_id
+    # Percent-decoded to bytes, then UTF-8 with "replace" (as uvicorn decodes paths):
+    # a bad byte never becomes a surrogate that SQLite cannot bind.
+    return (
+        unquote_to_bytes(tenant).decode("utf-8", "replace"),
+        unquote_to_bytes(user).decode("utf-8", "replace"),
+    )
 
 
 def _answer(content: Any) -> Response:

@@ -97,20 +97,32 @@ def demo() -> int:
     return subprocess.call([python, "examples/remember_me.py"], cwd=ROOT)
 
 
+def docs() -> int:
+    """Build the documentation site (strict) into site/."""
+    return nox("-s", "docs")
+
+
+def bench() -> int:
+    """Run the benchmarks; they write bench/results.md."""
+    return nox("-s", "bench")
+
+
+def build() -> int:
+    """Build the four wheels and sdists into dist/."""
+    return nox("-s", "build")
+
+
+# The verbs, in the order the docstring lists them; ``nox`` takes the rest of the line.
+COMMANDS = {"test": test, "demo": demo, "docs": docs, "bench": bench, "build": build, "nox": nox}
+
+
 def main(argv: list[str]) -> int:
-    commands = {
-        "test": test,
-        "demo": demo,
-        "docs": lambda: nox("-s", "docs"),
-        "bench": lambda: nox("-s", "bench"),
-        "build": lambda: nox("-s", "build"),
-    }
     if argv[:1] == ["nox"]:
         return nox(*argv[1:])
-    if len(argv) != 1 or argv[0] not in commands:
+    if len(argv) != 1 or argv[0] not in COMMANDS:
         print(__doc__)
         return 2
-    return commands[argv[0]]()
+    return COMMANDS[argv[0]]()
 
 
 if __name__ == "__main__":

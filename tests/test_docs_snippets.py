@@ -11,72 +11,19 @@ only compiled, and there may be at most ``MAX_HOSTED_ONLY`` of them.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from shared.markdown import Block, doc_files, extract_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
-HOSTED_ONLY = "<!-- hosted-only -->"
 MAX_HOSTED_ONLY = 5
 # Loopback port 9 (discard) has no listener: anything that reaches for the hosted
 # service instead of the embedded server fails to connect.
 NOWHERE = "http://127.0.0.1:9"
-FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^\s`]*)")
-
-
-@dataclass(frozen=True)
-class Block:
-    path: Path
-    line: int  # 1-based line of the opening fence
-    language: str
-    code: str
-    hosted_only: bool
-
-    @property
-    def id(self) -> str:
-        return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
-
-
-def doc_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-
-
-def extract_blocks(path: Path) -> list[Block]:
-    """The fenced code blocks of one Markdown file, with their hosted-only marks."""
-    blocks: list[Block] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    previous = ""  # the last non-blank line before the current fence
-    i = 0
-    while i < len(lines):
-        match = FENCE.match(lines[i])
-        if match is None:
-            if lines[i].strip():
-                previous = lines[i].strip()
-            i += 1
-            continue
-        fence, indent = match["fence"], len(match["indent"])
-        start = i
-        body: list[str] = []
-        i += 1
-        while i < len(lines) and not lines[i].strip().startswith(fence):
-            body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i])
-            i += 1
-        blocks.append(
-            Block(
-                path=path,
-                line=start + 1,
-                language=match["info"].lower(),
-                code="\n".join(body) + "\n",
-                hosted_only=previous == HOSTED_ONLY,
-            )
-        )
-        previous = ""
-        i += 1
-    return blocks
 
 
 def python_blocks() -> list[Block]:

@@ -10,7 +10,8 @@ spans of two words or more that start with a command word. Each must be one of:
   packages; naming one of our distributions by its index name is only allowed in a
   block marked ``<!-- after-release -->`` (2.0.0 is not on the index yet: ``pip install
   autogen-memorysync`` installs the earlier 1.x release);
-- ``pytest PATH``, ``bash PATH``, ``cd``, ``export``.
+- ``pytest PATH``, ``bash PATH``, ``cd``, ``export``, ``git clone``, and any of these
+  behind ``VAR=value`` or ``unshare -n``, chained with ``&&``.
 
 Bare ``nox`` is refused: a new machine has none (``python3 dev.py nox ...`` runs it).
 """
@@ -20,8 +21,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -97,9 +96,25 @@ def _distribution_name(requirement: str) -> str:
 
 def problem(command: str, after_release: bool) -> str | None:
     """Why ``command`` does not work on a fresh clone, or None when it does."""
+    for part in re.split(r"\s*(?:&&|;)\s*", command):
+        found = _problem_of_one(part, after_release)
+        if found:
+            return found
+    return None
+
+
+def _problem_of_one(command: str, after_release: bool) -> str | None:
+    if re.fullmatch(r"[A-Za-z_]\w*=(\$\([^)]*\)|\S*)", command):  # an assignment only
+        return None
     words = shlex.split(command)
+    while words and re.match(r"^[A-Za-z_]\w*=", words[0]):  # VAR=value prefixes
+        words = words[1:]
+    if words[:2] == ["unshare", "-n"]:
+        words = words[2:]
+    if not words:
+        return None
     head, args = words[0], words[1:]
-    if head in {"cd", "export"}:
+    if head in {"cd", "export"} or words[:2] == ["git", "clone"]:
         return None
     if head == "nox":
         return "a new machine has no nox: write `python3 dev.py nox ...`"
@@ -177,15 +192,3 @@ def test_each_documented_command_names_something_that_exists(
 )
 def test_the_checker_refuses_what_a_new_machine_cannot_run(command: str, expected: str) -> None:
     assert expected in str(problem(command, after_release=False))
-
-
-def test_the_demo_command_runs_from_a_python_with_nothing_installed() -> None:
-    """dev.py imports only the standard library: its help runs under ``python -I -S``."""
-    proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(ROOT / "dev.py"), "help"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert "python3 dev.py test" in proc.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -46,11 +46,22 @@ ANSWER = " ".join(["Here is a detailed and helpful answer to your travel questio
 SYSTEM = "You are a concise travel assistant."
 
 
+class _OwnStateBuffer(BufferedChatCompletionContext):
+    """Its own save_state / load_state: the memory must go through the state round-trip."""
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return await super().save_state()
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        await super().load_state(state)
+
+
 def _contexts() -> dict[str, Callable[[ChatCompletionClient], ChatCompletionContext]]:
     contexts: dict[str, Callable[[ChatCompletionClient], ChatCompletionContext]] = {
         "unbounded": lambda _client: UnboundedChatCompletionContext(),
         "buffered": lambda _client: BufferedChatCompletionContext(buffer_size=3),
         "head_and_tail": lambda _client: HeadAndTailChatCompletionContext(head_size=1, tail_size=2),
+        "buffered_own_state": lambda _client: _OwnStateBuffer(buffer_size=3),
     }
     try:  # shipped from autogen-core 0.4.10
         from autogen_core.model_context import TokenLimitedChatCompletionContext

@@ -9,7 +9,7 @@ their HTTP calls, and the requests they send are checked over three turns.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -36,10 +36,22 @@ FACT = "Lives in Lisbon"
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 GEMINI_BASE = "https://generativelanguage.googleapis.com/v1beta/openai/"
 
+
+class _OwnStateBuffer(BufferedChatCompletionContext):
+    """Its own save_state / load_state: the memory must go through the state round-trip."""
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return await super().save_state()
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        await super().load_state(state)
+
+
 CONTEXTS: dict[str, Callable[[], ChatCompletionContext]] = {
     "unbounded": UnboundedChatCompletionContext,
     "buffered": lambda: BufferedChatCompletionContext(buffer_size=3),
     "head_and_tail": lambda: HeadAndTailChatCompletionContext(head_size=1, tail_size=2),
+    "buffered_own_state": lambda: _OwnStateBuffer(buffer_size=3),
 }
 
 

@@ -18,6 +18,7 @@ from autogen_core.memory import (
     UpdateContextResult,
 )
 from autogen_core.model_context import ChatCompletionContext
+from autogen_core.models import LLMMessage
 from typing_extensions import Self
 
 from memorysync_core import (
@@ -263,16 +264,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             recalled = await self._memory.recall(query[1])
         try:
             if state is None:
-                # Read the list again: it may have been replaced while recall awaited.
-                current = live_messages(model_context)
-                if current is None:  # someone put something else in its place
-                    raise TypeError("the model context no longer keeps a message list")
-                self._placements.update(
-                    model_context,
-                    current,
-                    block=recalled.block,
-                    query=None if query is None else messages[query[0]],
-                )
+                self._place(model_context, messages, query, recalled.block)
             else:
                 updated = with_block(
                     messages,
@@ -294,6 +286,25 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             # The server sent a context without items: still tell observers what was shown.
             return _update_result((RecalledMemory(None, recalled.block, None, {}),))
         return _update_result(recalled.memories)
+
+    def _place(
+        self,
+        context: ChatCompletionContext,
+        read: list[LLMMessage],
+        query: tuple[int, str] | None,
+        block: str,
+    ) -> None:
+        """Put ``block`` in a context of the known shape; ``read`` is its list before recall."""
+        # Read the list again: it may have been replaced while recall awaited.
+        current = live_messages(context)
+        if current is None:  # something else was put in its place
+            raise TypeError("the model context no longer keeps a message list")
+        anchor = None if query is None else read[query[0]]
+        if query is not None and current is not read:
+            # Reloaded meanwhile: the question is a new object; find it again.
+            again = find_query(current)
+            anchor = current[again[0]] if again is not None and again[1] == query[1] else None
+        self._placements.update(context, current, block=block, query=anchor)
 
     # -- explicit calls ----------------------------------------------------------------
 

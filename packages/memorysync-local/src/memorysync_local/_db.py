@@ -15,9 +15,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from memorysync_local._timeutil import render, utc_now
+from memorysync_local._timeutil import render, rendered_micros, utc_now
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 30.0
 # History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
 HISTORY_ID_BASE = 1_000_000_000_000
@@ -101,6 +101,19 @@ _MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (key_id, month)
     );
     """,
+    # Conversation order: a stored sort key (seq, else occurred_at, else created_at,
+    # the times in integer microseconds since the epoch) and an index that lists a
+    # session in that order. The seq lookup index serves the contract's retry rule
+    # (same seq + role + content, whatever the idempotency keys); the old unique
+    # index stays as it was, so existing rows never make the upgrade fail.
+    2: """
+    ALTER TABLE history ADD COLUMN sort_key INTEGER;
+    UPDATE history SET sort_key = COALESCE(seq, ms_micros(occurred_at), ms_micros(created_at));
+    DROP INDEX history_by_session;
+    CREATE INDEX history_in_order ON history (tenant_id, user_id, session_id, sort_key, id);
+    CREATE INDEX history_by_seq ON history (tenant_id, user_id, session_id, seq, role)
+        WHERE seq IS NOT NULL;
+    """,
 }
 
 
@@ -130,6 +143,8 @@ class Database:
             check_same_thread=False,
         )
         conn.row_factory = sqlite3.Row
+        # For migrations that compute a sort key from a stored timestamp.
+        conn.create_function("ms_micros", 1, _micros_or_none, deterministic=True)
         if not self._memory:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -198,6 +213,16 @@ class Database:
             conn.rollback()
             raise
         conn.commit()
+
+
+def _micros_or_none(rendered: object) -> int | None:
+    """``ms_micros(text)`` in SQL: microseconds since the epoch of a stored timestamp."""
+    if not isinstance(rendered, str):
+        return None
+    try:
+        return rendered_micros(rendered)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _statements(script: str) -> list[str]:

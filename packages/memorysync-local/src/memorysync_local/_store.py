@@ -32,6 +32,7 @@ from memorysync_local._timeutil import (
     REPLAY_WINDOW,
     month_key,
     render,
+    rendered_micros,
     seconds_until_next_month,
     utc_now,
 )
@@ -598,11 +599,14 @@ class Store:
                 "AND idempotency_key = ?",
                 (*scope, turn["idempotency_key"]),
             ).fetchone()
-            return row
+            if row is not None:
+                return row
         if turn.get("seq") is not None:
+            # The contract's rule, applied literally: the same seq + role + content in
+            # the same scope is the same turn, even when the idempotency keys differ.
             row = conn.execute(
                 "SELECT * FROM history WHERE tenant_id = ? AND user_id = ? AND session_id = ? "
-                "AND idempotency_key IS NULL AND seq = ? AND role = ? AND content_hash = ?",
+                "AND seq = ? AND role = ? AND content_hash = ? ORDER BY id LIMIT 1",
                 (*scope, turn["seq"], turn["role"], text_hash(turn["content"])),
             ).fetchone()
             return row
@@ -621,8 +625,8 @@ class Store:
         payload = turn.get("payload")
         cursor = conn.execute(
             "INSERT INTO history (tenant_id, user_id, session_id, source, role, content, "
-            "content_hash, seq, occurred_at, payload, idempotency_key, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "content_hash, seq, occurred_at, payload, idempotency_key, created_at, sort_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 tenant,
                 user_id,
@@ -636,6 +640,7 @@ class Store:
                 None if payload is None else json.dumps(payload, ensure_ascii=False),
                 turn.get("idempotency_key"),
                 created_at,
+                sort_key(turn.get("seq"), turn.get("occurred_at"), created_at),
             ),
         )
         row: sqlite3.Row = conn.execute(
@@ -646,21 +651,22 @@ class Store:
     def list_history(
         self, tenant: str, user_id: str, session_id: str, source: str | None, limit: int
     ) -> tuple[list[dict[str, Any]], int]:
-        """Oldest first (by seq when present, then arrival); ``limit`` keeps the latest N."""
+        """In conversation order (:func:`sort_key`, then arrival); ``limit`` keeps the latest N."""
         where = "tenant_id = ? AND user_id = ? AND session_id = ?"
         params: list[Any] = [tenant, user_id, session_id]
         if source is not None:
             where += " AND source = ?"
             params.append(source)
-        order = "COALESCE(seq, 9223372036854775807), id"
         with self.db.connection() as conn:
             total = int(
                 conn.execute(f"SELECT COUNT(*) FROM history WHERE {where}", params).fetchone()[0]
             )
+            # Newest first along the index, so the latest N are read without the rest.
             rows = conn.execute(
-                f"SELECT * FROM history WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
-                (*params, -1, max(0, total - limit) if limit > 0 else 0),
+                f"SELECT * FROM history WHERE {where} ORDER BY sort_key DESC, id DESC LIMIT ?",
+                (*params, limit if limit > 0 else -1),
             ).fetchall()
+        rows.reverse()
         return [history_item(row) for row in rows], total
 
     def delete_history(
@@ -745,6 +751,18 @@ def memory_item(row: sqlite3.Row) -> dict[str, Any]:
     if row["importance"] is not None:
         item["importance"] = row["importance"]
     return item
+
+
+def sort_key(seq: int | None, occurred_at: str | None, created_at: str) -> int:
+    """A turn's place in its conversation: ``seq`` when sent, else its time.
+
+    The time is ``occurred_at`` (else ``created_at``) in integer microseconds since
+    the Unix epoch, the unit the clients' ``seq`` is in, so turns written before
+    clients sent a ``seq`` and turns with one interleave in the order they were said.
+    """
+    if seq is not None:
+        return seq
+    return rendered_micros(occurred_at if occurred_at is not None else created_at)
 
 
 def history_item(row: sqlite3.Row, *, created: bool | None = None) -> dict[str, Any]:

@@ -146,7 +146,7 @@ def test_chat_completes_within_budget_without_memories_under_fault(
     assert QUESTION not in caplog.text
     if route == RECALL:
         # Capture does not depend on recall: the chat is already in the transcript.
-        assert capability.flush(timeout=5.0) == 0
+        assert capability.flush(timeout=5.0).all_delivered
         assert [t["content"] for t in fake_server.history] == [QUESTION, ANSWER]
 
     # Everything recovers as soon as the server does. (Not after a tenant lookup that
@@ -154,7 +154,7 @@ def test_chat_completes_within_budget_without_memories_under_fault(
     # recall and delivery wait on it; see docs/faults.md.)
     if (route, case.id) != (TENANT, "never-answers"):
         fake_server.set_default(route, None)
-        assert capability.flush(timeout=5.0) == 0
+        assert capability.flush(timeout=5.0).all_delivered
         assert [t["content"] for t in fake_server.history] == [QUESTION, ANSWER]
         _, shown, _ = _timed_chat(capability)
         assert FACT in shown
@@ -298,9 +298,9 @@ def test_turns_survive_a_three_second_outage_and_are_stored_exactly_once(
         assert len(seen) == 3
         assert elapsed < 3 * (BUDGET + MARGIN)  # the chat never waited on capture
         # Still in the outage: nothing stored yet, everything waiting.
-        assert capability.flush(timeout=0.2) == 6
+        assert capability.flush(timeout=0.2).pending == 6
         assert stored_history(proxied_local, proxied_local.tenant_id, "alice") == []
-        assert capability.flush(timeout=15.0) == 0
+        assert capability.flush(timeout=15.0).all_delivered
     finally:
         back.cancel()
         end()

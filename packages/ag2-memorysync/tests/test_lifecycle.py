@@ -38,9 +38,9 @@ def test_flush_delivers_everything_captured_during_a_three_second_outage(
     try:
         user.initiate_chat(assistant, message="First message.", max_turns=3, silent=True)
         # During the outage nothing is delivered, and the chat did not wait for it.
-        assert memory.flush(timeout=0.5) > 0
+        assert memory.flush(timeout=0.5).pending > 0
         assert fake_server.history == []
-        assert memory.flush(timeout=10.0) == 0
+        assert memory.flush(timeout=10.0).all_delivered
     finally:
         back.cancel()
 
@@ -122,8 +122,8 @@ def test_the_exit_flush_is_bounded_with_many_capabilities_and_the_server_down(fa
         _PRELUDE
         + """
 import time
-import ag2_memorysync._bridge as bridge
-bridge.EXIT_FLUSH_SECONDS = 0.5
+import memorysync_core._background as background
+background.EXIT_FLUSH_SECONDS = 0.5
 keep = []
 for n in range(30):
     m = MemorySyncCapability(user_id=f"u{n}", session_id="s", api_key="ms_test",
@@ -133,7 +133,7 @@ for n in range(30):
     person().initiate_chat(b, message="Remember me at exit.", max_turns=1, silent=True)
     keep.append((m, b))
 started = time.monotonic()
-bridge._at_exit()
+background.flush_all_at_exit()
 print(f"exit flush took {time.monotonic() - started:.2f}")
 """
     )
@@ -151,11 +151,11 @@ def test_a_forked_child_gets_its_own_background_loop(fake_server):
 b = bot()
 memory.add_to_agent(b)
 person().initiate_chat(b, message="Said by the parent.", max_turns=1, silent=True)
-assert memory.flush(5) == 0
+assert memory.flush(5).all_delivered
 pid = os.fork()
 if pid == 0:
     person().initiate_chat(b, message="Said by the child.", max_turns=1, silent=True)
-    os._exit(0 if memory.flush(5) == 0 else 3)
+    os._exit(0 if memory.flush(5).all_delivered else 3)
 _, status = os.waitpid(pid, 0)
 print("child", os.waitstatus_to_exitcode(status))
 """

@@ -38,7 +38,7 @@ def test_a_second_session_recalls_the_first_sessions_facts_into_the_model_input(
         _user().initiate_chat(
             assistant, message="I am allergic to peanuts.", max_turns=1, silent=True
         )
-    assert first.flush() == 0
+    assert first.flush().all_delivered
 
     second = make_capability(local_server, session_id="tuesday")
     assistant2 = kit.model_agent("assistant")
@@ -68,7 +68,7 @@ def test_the_stored_conversation_never_contains_the_template(local_server, make_
         # Regenerating a reply from the stored chat shows the block once, not twice.
         assistant.generate_reply(sender=user)
         assistant.generate_reply(sender=user)
-    assert memory.flush() == 0
+    assert memory.flush().all_delivered
 
     # The model saw the block on every call, once each time...
     assert len(inputs.calls) == 4
@@ -167,7 +167,7 @@ def test_outages_and_a_429_mean_no_memories_this_turn_and_one_warning(
     memory.add_to_agent(assistant)
     with kit.scripted_model(assistant, ["Hello."]) as inputs:
         _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1, silent=True)
-    assert memory.flush() == 0
+    assert memory.flush().all_delivered
 
     assert inputs.last_user_text() == "Where do I live again?"
     assert len(_recall_warnings(caplog)) == 1
@@ -192,7 +192,7 @@ def test_local_free_plan_over_its_limit_is_silent_no_memories_and_no_warning(
             assistant, message="What is there to do in Lisbon?", max_turns=1, silent=True
         )
 
-    assert memory.flush() == 0
+    assert memory.flush().all_delivered
     assert inputs.last_user_text() == "What is there to do in Lisbon?"
     assert _recall_warnings(caplog) == []
     assert kit.read_transcript(server, "alice", "s1") == []  # accepted, silently not stored
@@ -214,8 +214,11 @@ def test_local_evaluation_key_over_its_limit_means_no_memories_one_warning_and_d
 
     assert inputs.last_user_text() == "What is there to do in Lisbon?"
     assert len(_recall_warnings(caplog)) == 1
-    # The 429 asks to wait until next month: the queue drops both turns, with an error log.
-    assert memory.flush(timeout=5.0) == 0
+    # The 429 asks to wait until next month: the queue drops both turns, with an error
+    # log, and the report says so instead of counting them as delivered.
+    report = memory.flush(timeout=5.0)
+    assert (report.delivered, report.refused, report.pending) == (0, 2, 0)
+    assert report.reasons == ("RateLimitError (status 429)",)
     drops = [r for r in caplog.records if r.name == "memorysync.delivery" and r.levelno >= 40]
     assert sum(int(r.args[0]) for r in drops) == 2  # type: ignore[index]
     assert all("Lisbon" not in r.getMessage() for r in drops)
@@ -235,7 +238,7 @@ def test_free_tier_quota_silence_brings_nothing_back_without_a_warning(
     with kit.scripted_model(assistant, ["Hello."]) as inputs:
         _user().initiate_chat(assistant, message="Where do I live again?", max_turns=1, silent=True)
 
-    assert memory.flush() == 0  # accepted (and silently not stored) counts as delivered
+    assert memory.flush().all_delivered  # accepted (and silently not stored) counts as delivered
     assert inputs.last_user_text() == "Where do I live again?"
     assert _recall_warnings(caplog) == []
     assert len(fake_server.requests_to("/v1/history/append")) >= 1

@@ -35,7 +35,7 @@ def test_a_capability_attached_after_another_was_closed_recalls_and_the_closed_o
         _user().initiate_chat(
             assistant, message="Are peanuts a good snack for me?", max_turns=1, silent=True
         )
-    assert bob.flush() == 0
+    assert bob.flush().all_delivered
 
     shown = inputs.last_user_text()
     assert shown.count(TEMPLATE_HEAD) == 1  # bob's block; the closed capability adds none
@@ -70,8 +70,8 @@ def test_two_live_capabilities_of_different_users_each_add_their_block_and_captu
             max_turns=1,
             silent=True,
         )
-    assert personal.flush() == 0
-    assert shared.flush() == 0
+    assert personal.flush().all_delivered
+    assert shared.flush().all_delivered
 
     shown = inputs.last_user_text()
     assert shown.count(TEMPLATE_HEAD) == 2
@@ -100,12 +100,12 @@ def test_a_second_capability_of_the_same_user_and_session_stands_by_then_takes_o
         _user().initiate_chat(
             assistant, message="Are peanuts a good snack for me?", max_turns=1, silent=True
         )
-        assert first.flush() == 0
+        assert first.flush().all_delivered
         first.close()
         _user().initiate_chat(
             assistant, message="Is peanut butter fine for me?", max_turns=1, silent=True
         )
-    assert second.flush() == 0
+    assert second.flush().all_delivered
 
     # One block per reply, whichever capability acted.
     assert [inputs.last_user_text(i).count(TEMPLATE_HEAD) for i in (0, 1)] == [1, 1]

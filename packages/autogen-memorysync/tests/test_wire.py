@@ -137,6 +137,8 @@ async def test_add_turn_pair_appends_both_turns_to_the_session_transcript(
     body = _body(request)
     for turn in body["turns"]:
         assert ISO_Z.fullmatch(turn.pop("occurred_at"))
+    seqs = [turn.pop("seq") for turn in body["turns"]]
+    assert seqs[0] < seqs[1]  # the capture order (microseconds since the epoch)
     assert body == {
         "tenant_id": kit.TENANT,
         "user_id": "alice",

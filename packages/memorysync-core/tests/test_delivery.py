@@ -13,6 +13,7 @@ from memorysync_core import (
     AuthError,
     CapturedTurn,
     DeliveryQueue,
+    DeliveryReport,
     MemorySyncAPI,
     NotFoundError,
     RateLimitError,
@@ -153,14 +154,14 @@ async def test_the_queue_delivers_each_turn_once_through_failures(fake_server: F
     queue = queue_for(memory)
     turns = [memory.capture("user", f"fact {i}") for i in range(3)]
     assert all([queue.submit(turn) for turn in turns])
-    assert await queue.flush(timeout=10) == 0
+    assert (await queue.flush(timeout=10)).all_delivered
     attempts = fake_server.requests_to(APPEND)
     assert len(attempts) == 4
     keys = [[t["idempotency_key"] for t in r.json["turns"]] for r in attempts]
     assert keys == [[t.idempotency_key for t in turns]] * 4
     assert [t["content"] for t in fake_server.accepted_turns] == ["fact 0", "fact 1", "fact 2"]
     assert queue.pending == 0
-    assert await queue.aclose() == 0
+    assert (await queue.aclose()).all_delivered
     await memory.aclose()
 
 
@@ -170,7 +171,7 @@ async def test_the_queue_batches_in_order_at_most_max_batch(fake_server: FakeSer
     turns = [memory.capture("user", f"t{i}") for i in range(5)]
     for turn in turns:
         queue.submit(turn)
-    assert await queue.flush(timeout=10) == 0
+    assert (await queue.flush(timeout=10)).all_delivered
     sizes = [len(r.json["turns"]) for r in fake_server.requests_to(APPEND)]
     assert all(size <= 2 for size in sizes)
     assert sum(sizes) == 5
@@ -187,7 +188,8 @@ async def test_a_422_drops_the_batch_without_retrying(
     queue = queue_for(memory)
     queue.submit(memory.capture("user", "my secret sentence"))
     with caplog.at_level(logging.DEBUG, logger="memorysync.delivery"):
-        assert await queue.flush(timeout=10) == 0
+        report = await queue.flush(timeout=10)
+    assert report == DeliveryReport(refused=1, reasons=("ValidationError (status 422)",))
     assert len(fake_server.requests_to(APPEND)) == 1
     assert queue.dropped == 1
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
@@ -219,7 +221,8 @@ async def test_one_refused_turn_does_not_take_its_batch_with_it() -> None:
     texts = ["I live in Oslo.", "bad\x00turn", "Noted.", "I like tea.", "Sure."]
     for text in texts:
         queue.submit(memory.capture("user", text))
-    assert await queue.flush(timeout=10) == 0
+    report = await queue.flush(timeout=10)
+    assert (report.delivered, report.refused, report.pending) == (4, 1, 0)
     assert delivered == ["I live in Oslo.", "Noted.", "I like tea.", "Sure."]
     assert queue.dropped == 1
     assert attempts[0] == 5  # one batch first; halves only after the refusal
@@ -235,10 +238,10 @@ async def test_flush_reports_the_undelivered_turns_while_the_server_stays_down(
     for i in range(3):
         queue.submit(memory.capture("user", f"t{i}"))
     await fake_server.wait_for_requests_async(3, APPEND)
-    assert await queue.flush(timeout=0.05) == 3
+    assert (await queue.flush(timeout=0.05)).pending == 3
     assert queue.pending == 3
     fake_server.set_default(APPEND, None)
-    assert await queue.flush(timeout=10) == 0
+    assert (await queue.flush(timeout=10)).all_delivered
     assert len(fake_server.accepted_turns) == 3
     await queue.aclose()
     await memory.aclose()
@@ -252,7 +255,7 @@ async def test_aclose_returns_the_undelivered_count_and_stops_the_worker(
     queue = queue_for(memory, policy=RetryPolicy(base_delay=0.01, max_delay=0.01, jitter=0))
     queue.submit(memory.capture("user", "t"))
     await fake_server.wait_for_requests_async(1, APPEND)
-    assert await queue.aclose(timeout=0.05) == 1
+    assert (await queue.aclose(timeout=0.05)).pending == 1
     assert queue.submit(memory.capture("user", "late")) is False
     await memory.aclose()
 
@@ -267,7 +270,8 @@ async def test_overflow_is_refused_and_logged(
     assert accepted == [True, True, False]
     assert queue.dropped == 1
     assert any("queue full" in r.getMessage() for r in caplog.records)
-    assert await queue.flush(timeout=10) == 0
+    report = await queue.flush(timeout=10)
+    assert (report.delivered, report.refused, report.reasons) == (2, 1, ("queue full",))
     assert len(fake_server.accepted_turns) == 2
     await queue.aclose()
     await memory.aclose()
@@ -283,7 +287,7 @@ async def test_submit_never_waits_on_the_network(fake_server: FakeServer) -> Non
         assert queue.submit(memory.capture("user", f"t{i}"))
     assert loop.time() - started < 0.5  # generous: 100 in-memory appends
     assert queue.pending == 100
-    assert await queue.aclose(timeout=0.01) == 100
+    assert (await queue.aclose(timeout=0.01)).pending == 100
     await memory.aclose()
 
 

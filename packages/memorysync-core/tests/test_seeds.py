@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from dataclasses import FrozenInstanceError
 
 import pytest
@@ -17,6 +19,7 @@ from memorysync_core import (
     truncate_text,
     user_turn_seed,
 )
+from memorysync_core._turns import iso_from_micros
 
 
 @pytest.mark.parametrize(
@@ -125,6 +128,7 @@ def test_captured_turn_fixes_seed_capture_id_and_time_once() -> None:
         "content": "I prefer window seats.",
         "occurred_at": turn.occurred_at,
         "idempotency_key": turn.idempotency_key,
+        "seq": turn.seq,
     }
     with pytest.raises(FrozenInstanceError):
         turn.capture_id = "other"  # type: ignore[misc]
@@ -150,3 +154,43 @@ def test_capture_rejects_unknown_roles_and_blank_scope() -> None:
         CapturedTurn.capture("system", "x", scope="s")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="scope"):
         CapturedTurn.capture("user", "x", scope="")
+
+
+def test_seq_is_the_capture_time_in_microseconds_and_strictly_increases() -> None:
+    before = time.time_ns() // 1000
+    turns = [CapturedTurn.capture("user", "Same words.", scope="ag2::s") for _ in range(2000)]
+    after = time.time_ns() // 1000
+    seqs = [turn.seq for turn in turns]
+    assert all(isinstance(seq, int) for seq in seqs)
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)  # strictly increasing
+    assert before <= seqs[0] and seqs[-1] <= after + len(seqs)  # bumped at most 1 µs each
+    # occurred_at is the same moment, to the millisecond.
+    first = turns[0]
+    assert first.occurred_at == iso_from_micros(first.seq or 0)
+
+
+def test_seq_is_shared_by_every_scope_and_thread_of_the_process() -> None:
+    seqs: list[int] = []
+    lock = threading.Lock()
+
+    def capture(scope: str) -> None:
+        for _ in range(500):
+            seq = CapturedTurn.capture("assistant", "Hi.", scope=scope).seq
+            assert seq is not None
+            with lock:
+                seqs.append(seq)
+
+    threads = [threading.Thread(target=capture, args=(f"ag2::{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(seqs)) == 2000  # no two captures share a seq
+
+
+def test_a_retry_resends_the_same_seq_and_a_genuine_repeat_gets_a_new_one() -> None:
+    turn = CapturedTurn.capture("user", "I live in Porto.", scope="ag2::s")
+    assert turn.history_item() == turn.history_item()  # what every retry sends
+    again = CapturedTurn.capture("user", "I live in Porto.", scope="ag2::s")
+    assert again.seq is not None and turn.seq is not None and again.seq > turn.seq
+    assert again.idempotency_key != turn.idempotency_key

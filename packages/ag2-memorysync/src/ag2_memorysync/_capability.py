@@ -1,35 +1,30 @@
-"""MemorySyncCapability: the automatic memory loop for AG2's classic ConversableAgent."""
+"""MemorySyncCapability: the automatic memory loop for AG2's classic ConversableAgent.
+
+What is AG2's lives here: the hooks and reply functions, whose words a message is, how
+the recalled block reaches the model, which agent already captured an utterance. The
+background loop, capture order, held person turns, the recall deadline and delivery
+belong to the core's ``SyncUserMemory``.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
-import math
-import threading
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from memorysync_core import (
     DEFAULT_CONTEXT_TEMPLATE,
     AdapterSettings,
-    CapturedTurn,
     ClearResult,
     ClearScope,
-    DeliveryQueue,
+    DeliveryReport,
     RecalledMemory,
-    RecallResult,
     SaveOutcome,
-    UserMemory,
-    check_clear_scope,
+    SyncUserMemory,
 )
 
-from . import _holds
-from ._bridge import BRIDGE, EXIT_FLUSH_SECONDS, track
 from ._content import utterance_text
-from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
 from ._injection import (
     copy_for_model,
     editable_last,
@@ -38,62 +33,16 @@ from ._injection import (
     show_to_model,
 )
 from ._protocols import HookableAgent
-from ._registry import Attachment, Group, Membership
+from ._registry import Attachment, Group, group_for
 from ._roles import has_model, speaks_for_a_person
 
 if TYPE_CHECKING:
     import httpx
 
 _logger = logging.getLogger("memorysync.ag2")
-_recall_logger = logging.getLogger("memorysync.recall")
 
-T = TypeVar("T")
 Capture = Literal["both", "sent", "received"]
 _SURFACE = "ag2"
-
-
-@dataclass
-class _LoopState:
-    """What lives on one generation of the background loop (re-created after fork)."""
-
-    generation: int
-    memory: UserMemory
-    queue: DeliveryQueue
-    held: HeldTurns
-    warming: asyncio.Task[None] | None = None
-
-    @property
-    def pending(self) -> int:
-        """Captured turns not delivered yet, held ones included."""
-        return self.queue.pending + self.held.count
-
-    async def aclose(self, timeout: float) -> int:
-        """Flush for up to ``timeout`` seconds, stop the queue, release the connection."""
-        self.held.release()
-        left = await self.queue.aclose(timeout)
-        warming = self.warming
-        if warming is not None and not warming.done():
-            # Closing the client under an in-flight warm-up would strand its socket: let it
-            # finish (it never raises), within the same bound as the flush.
-            await asyncio.wait({warming}, timeout=max(timeout, 0.1))
-            warming.cancel()
-        await self.memory.aclose()
-        return left
-
-
-class _Slot:
-    """Holds a capability's loop state, so a finalizer can reach it without the capability."""
-
-    state: _LoopState | None = None
-
-
-def _abandon(slot: _Slot) -> None:
-    """A capability was collected without ``close()``: release its state on the loop."""
-    state, slot.state = slot.state, None
-    if state is None or state.generation != BRIDGE.generation or not BRIDGE.running:
-        return
-    future = BRIDGE.submit(state.aclose(EXIT_FLUSH_SECONDS))
-    future.add_done_callback(_consume)
 
 
 class MemorySyncCapability:
@@ -110,9 +59,10 @@ class MemorySyncCapability:
       message are put in front of it, in the model's input only (``chat_messages`` and
       the transcript never contain them), within ``recall_timeout`` seconds.
 
-    Capture never waits on the network: turns are queued on a background event loop
-    and delivered with retries; :meth:`flush` waits for them, :meth:`close` flushes and
-    releases the connection.
+    Capture never waits on the network: the core's ``SyncUserMemory`` queues turns on
+    its background event loop and delivers them with retries, each carrying its
+    capture order (``seq``). :meth:`flush` waits for them and :meth:`close` flushes
+    and releases the connection; both return a ``DeliveryReport``.
 
     Args:
         user_id: The end user the memories belong to (required).
@@ -144,7 +94,7 @@ class MemorySyncCapability:
         memory = MemorySyncCapability(user_id="alice", session_id="support")
         memory.add_to_agent(assistant)
         user.initiate_chat(assistant, message="I live in Lisbon.")
-        memory.close()
+        assert memory.close().all_delivered
     """
 
     def __init__(
@@ -167,45 +117,16 @@ class MemorySyncCapability:
         clear_scope: ClearScope = "session",
         request_timeout: float = 10.0,
     ) -> None:
+        # Every argument but ``capture`` is a setting, declared and validated in the core.
+        settings = {k: v for k, v in locals().items() if k not in ("self", "capture")}
         if capture not in ("both", "sent", "received"):
             raise ValueError(f"capture must be 'both', 'sent' or 'received', got {capture!r}")
-        self._settings = AdapterSettings.build(
-            surface=_SURFACE,
-            user_id=user_id,
-            session_id=session_id,
-            top_k=top_k,
-            recall_timeout=recall_timeout,
-            min_prompt_chars=min_prompt_chars,
-            clear_scope=clear_scope,
-            request_timeout=request_timeout,
-            context_template=context_template,
-            min_score=min_score,
-            max_context_chars=max_context_chars,
-            api_key=api_key,
-            base_url=base_url,
-            project_id=project_id,
-            tenant_id=tenant_id,
-            transport=transport,
-        )
-        first = self._settings.open()
-        api = first.api
-        self._first: UserMemory | None = first
-        self._scope = first.scope
-        self._recall_timeout = first.recall_timeout
+        self._settings = AdapterSettings.build(surface=_SURFACE, **settings)
+        self._memory = SyncUserMemory(self._settings, recalls=self._may_recall)
         self._capture = capture
-        key = (api.base_url, api.project_id, tenant_id, user_id, session_id)
-        self._user_key: UserKey = key[:4]
         self._agents: weakref.WeakSet[object] = weakref.WeakSet()  # attached by this one
-        # Released by close() or, failing that, when this capability is collected.
-        self._membership = Membership(key)
-        self._group: Group = self._membership.group
-        self._slot = _Slot()  # its state is touched on the background loop only
-        finalizer = weakref.finalize(self, _abandon, self._slot)
-        # The exit handler flushes live capabilities instead (``atexit`` is a documented,
-        # writable attribute that typeshed lists as read-only).
-        finalizer.atexit = False  # type: ignore[misc]
-        self._closed = False
-        self._close_lock = threading.Lock()
+        self._owner = object()  # marks this capability's attachments (no reference back)
+        self._group = group_for(self._memory.destination)  # dropped by close()
         self._warned: set[str] = set()
 
     # ------------------------------------------------------------------ attributes
@@ -223,7 +144,7 @@ class MemorySyncCapability:
     @property
     def scope(self) -> str:
         """The transcript scope, ``"ag2::<session_id>"``."""
-        return self._scope
+        return self._memory.scope
 
     def __repr__(self) -> str:
         return (
@@ -254,7 +175,7 @@ class MemorySyncCapability:
         """
         # Everything is checked before the agent is touched, so attaching either
         # completes or leaves the agent as it was.
-        if self._closed:
+        if self._memory.closed:
             raise RuntimeError("this MemorySyncCapability is closed")
         if not isinstance(agent, HookableAgent):
             raise TypeError(
@@ -271,17 +192,13 @@ class MemorySyncCapability:
             speaks_for_person=speaks_for_person,
             captures_sent=self._capture in ("both", "sent"),
             captures_received=self._capture in ("both", "received"),
-            owner=self._membership.owner,
+            owner=self._owner,
         )
-        if agent in self._agents:
-            return
-        if not self._group.attach(agent, attachment):
+        if agent in self._agents or not self._group.attach(agent, attachment):
             return
         self._agents.add(agent)
         self._register(agent)
-        RECALLERS.add(self._user_key, self)
-        track(self)  # the exit handler flushes it, even before its first turn is queued
-        self._submit_quietly(self._warm_up())
+        self._memory.warm_up()
 
     def _register(self, agent: HookableAgent) -> None:
         def before_send(
@@ -313,24 +230,21 @@ class MemorySyncCapability:
             agent.register_hook("process_all_messages_before_reply", copy_for_model)
 
         def memorysync_recall(
-            recipient: object,
-            messages: list[dict[str, Any]] | None = None,
-            sender: object = None,
-            config: object = None,
+            recipient: object, messages: Any = None, sender: object = None, config: object = None
         ) -> tuple[bool, None]:
-            self._guard("recall", lambda: self._recall_sync(recipient, messages))
+            target = self._recall_target(recipient, messages)
+            if target is not None:
+                block = self._memory.recall(target[1]).block
+                show_to_model(target[0], block, self._owner)
             return False, None
 
         async def a_memorysync_recall(
-            recipient: object,
-            messages: list[dict[str, Any]] | None = None,
-            sender: object = None,
-            config: object = None,
+            recipient: object, messages: Any = None, sender: object = None, config: object = None
         ) -> tuple[bool, None]:
-            try:
-                await self._recall_async(recipient, messages)
-            except Exception as exc:
-                self._warn_once("recall-error", "recall hook failed open: %s", type(exc).__name__)
+            target = self._recall_target(recipient, messages)
+            if target is not None:
+                block = (await self._memory.arecall(target[1])).block
+                show_to_model(target[0], block, self._owner)
             return False, None
 
         def every_sender(sender: object) -> bool:
@@ -338,7 +252,8 @@ class MemorySyncCapability:
 
         # Position 0: before the model's reply function (and before termination checks),
         # seeing the copy returned by copy_for_model. The async twin serves async chats;
-        # the marker left on the copy stops the other from running again.
+        # the marker left on the copy stops the other from running again. Neither
+        # raises: the core's recall fails open.
         agent.register_reply(every_sender, memorysync_recall, position=0)
         agent.register_reply(
             every_sender, a_memorysync_recall, position=0, ignore_async_in_sync_chat=True
@@ -348,31 +263,25 @@ class MemorySyncCapability:
 
     def _on_send(self, agent: object, message: object, recipient: object) -> None:
         attachment = self._acting_attachment(agent)
-        if attachment is None or not attachment.captures_sent:
-            return
         text = utterance_text(message)
-        if text is None:
+        if attachment is None or not attachment.captures_sent or text is None:
             return
         speaker = _relayed_from(agent, message, exclude=recipient)
         if speaker is None:
             self._capture_turn(agent, text)
-            return
-        # A relay of something this agent received earlier: captured on arrival when
-        # this attachment captures received messages.
-        if attachment.captures_received:
-            return
-        self._capture_relay(speaker, message, recipient, text)
+        elif not attachment.captures_received:
+            # A relay of something this agent received earlier (captured on arrival
+            # when this attachment captures received messages).
+            self._capture_relay(speaker, message, recipient, text)
 
     def _on_receive(self, agent: object, message: object, sender: object) -> None:
         attachment = self._acting_attachment(agent)
         if attachment is None or not attachment.captures_received:
             return
         sender_attachment = self._group.attachment(sender)
-        if sender_attachment is not None and sender_attachment.captures_sent:
-            return  # the sender's own send hook handled it
         text = utterance_text(message)
-        if text is None:
-            return
+        if (sender_attachment is not None and sender_attachment.captures_sent) or text is None:
+            return  # the sender's own send hook handled it, or nothing to store
         speaker = _relayed_from(sender, message, exclude=agent)
         if speaker is None:
             self._capture_turn(sender, text)
@@ -388,37 +297,10 @@ class MemorySyncCapability:
 
     def _acting_attachment(self, agent: object) -> Attachment | None:
         """This capability's attachment to ``agent`` when it does the work there."""
-        if self._closed:
-            return None
-        attachment = self._group.attachment(agent)
-        if attachment is None or attachment.owner is not self._membership.owner:
+        attachment = self._group.attachment(agent)  # none once closed: an empty group
+        if attachment is None or attachment.owner is not self._owner:
             return None  # not attached, or another capability of the group acts
         return attachment
-
-    def _capture_turn(self, speaker: object, text: str) -> None:
-        attachment = self._group.attachment(speaker)
-        override = attachment.speaks_for_person if attachment is not None else None
-        person = override if override is not None else speaks_for_a_person(speaker)
-        name = getattr(speaker, "name", None)
-        turn = CapturedTurn.capture(
-            "user" if person else "assistant",
-            text,
-            scope=self._scope,
-            name=name if isinstance(name, str) else None,
-        )
-        # A person's words feed fact extraction: held until the reply they prompt has
-        # recalled (see _holds), so that recall never finds them.
-        budget = RECALLERS.budget(self._user_key) if person else None
-        BRIDGE.call_soon(lambda: self._enqueue(turn, budget))
-
-    def _enqueue(self, turn: CapturedTurn, budget: float | None) -> None:
-        held = self._loop_state().held
-        if budget is None:
-            held.add(turn)
-        else:
-            held.hold(self._user_key, turn, budget + HOLD_MARGIN)
-
-    # ------------------------------------------------------------------ recall
 
     def _is_persons(self, agent: object) -> bool:
         attachment = self._group.attachment(agent)
@@ -426,89 +308,36 @@ class MemorySyncCapability:
             return attachment.speaks_for_person
         return speaks_for_a_person(agent)
 
+    def _capture_turn(self, speaker: object, text: str) -> None:
+        name = getattr(speaker, "name", None)
+        self._memory.capture(
+            "user" if self._is_persons(speaker) else "assistant",
+            text,
+            name=name if isinstance(name, str) else None,
+        )
+
+    # ------------------------------------------------------------------ recall
+
     def _recalls_on(self, agent: object) -> bool:
         """True when this capability recalls before ``agent``'s model replies."""
         if self._acting_attachment(agent) is None:
             return False
         return has_model(agent) and not self._is_persons(agent)
 
-    def _recall_budget(self) -> float | None:
-        """``recall_timeout`` while some agent this capability serves may recall, else None."""
-        if any(self._recalls_on(agent) for agent in list(self._agents)):
-            return self._recall_timeout
-        return None
+    def _may_recall(self) -> bool:
+        """Whether some agent this capability serves may recall (person turns are held)."""
+        return any(self._recalls_on(agent) for agent in list(self._agents))
 
-    def _recall_prompt(
-        self, agent: object, messages: list[dict[str, Any]] | None
+    def _recall_target(
+        self, agent: object, messages: object
     ) -> tuple[list[dict[str, Any]], str | None] | None:
-        """(the editable copy, the prompt or None) when this turn is ours to handle."""
+        """(the editable copy, the prompt) when this turn is ours to handle."""
         if not self._recalls_on(agent):
             return None
-        last = editable_last(agent, messages, self._membership.owner)
-        if last is None or messages is None:
+        last = editable_last(agent, messages, self._owner)
+        if last is None or not isinstance(messages, list):
             return None
-        prompt = prompt_of(last)
-        if prompt is None or len(prompt) < max(self._settings.min_prompt_chars, 1):
-            return messages, None
-        return messages, prompt
-
-    def _recall_sync(self, agent: object, messages: list[dict[str, Any]] | None) -> None:
-        target = self._recall_prompt(agent, messages)
-        if target is None:
-            return
-        copy, prompt = target
-        ticket = _Ticket()
-        block = ""
-        try:
-            if prompt is not None and not BRIDGE.in_loop_thread():
-                future = BRIDGE.submit(self._recall(prompt, ticket))
-                try:
-                    block = future.result(timeout=self._recall_timeout).block
-                except concurrent.futures.TimeoutError:
-                    future.cancel()
-                    self._over_budget()
-        finally:
-            self._release_held(ticket)
-        show_to_model(copy, block, self._membership.owner)
-
-    async def _recall_async(self, agent: object, messages: list[dict[str, Any]] | None) -> None:
-        target = self._recall_prompt(agent, messages)
-        if target is None:
-            return
-        copy, prompt = target
-        ticket = _Ticket()
-        block = ""
-        try:
-            if prompt is not None:
-                future = BRIDGE.submit(self._recall(prompt, ticket))
-                try:
-                    # Awaiting a wrapped thread-safe future: the caller's loop keeps running.
-                    result = await asyncio.wait_for(
-                        asyncio.wrap_future(future), self._recall_timeout
-                    )
-                    block = result.block
-                except asyncio.TimeoutError:
-                    self._over_budget()
-        finally:
-            self._release_held(ticket)
-        show_to_model(copy, block, self._membership.owner)
-
-    async def _recall(self, prompt: str, ticket: _Ticket) -> RecallResult:
-        # Captures reach the loop in order, so every turn held before this point was
-        # captured before this reply's message was answered: release those only.
-        ticket.mark = _holds.mark()
-        return await self._loop_state().memory.recall(prompt)
-
-    def _release_held(self, ticket: _Ticket) -> None:
-        """The recall finished, was skipped or ran out of time: let held turns go."""
-        key = self._user_key
-        BRIDGE.call_soon(lambda: _holds.release(key, ticket.mark))
-
-    def _over_budget(self) -> None:
-        _recall_logger.warning(
-            "recall did not finish within %.2f s; replying without memories this turn",
-            self._recall_timeout,
-        )
+        return messages, prompt_of(last)
 
     # ------------------------------------------------------------------ explicit calls
 
@@ -526,9 +355,7 @@ class MemorySyncCapability:
             for found in memory.search("Where does the user live?"):
                 print(found.text, found.score)
         """
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError(f"query must be a non-empty string, got {query!r:.40}")
-        return self._call(lambda state: state.memory.search(query, k=k, min_score=min_score))
+        return self._memory.search(query, k=k, min_score=min_score)
 
     def save(self, text: str, *, metadata: dict[str, Any] | None = None) -> SaveOutcome:
         """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure.
@@ -538,7 +365,7 @@ class MemorySyncCapability:
             outcome = memory.save("The user prefers window seats.")
             print(outcome.describe())
         """
-        return self._call(lambda state: state.memory.save(text, metadata=metadata))
+        return self._memory.save(text, metadata=metadata)
 
     def clear(self, scope: ClearScope | None = None) -> ClearResult:
         """Delete this session's memories and transcript (``scope="user"``: all the user's).
@@ -546,125 +373,33 @@ class MemorySyncCapability:
         Defaults to the ``clear_scope`` given at construction. Pending captured turns
         are flushed first so they cannot land after the deletion. Raises on failure.
         """
-        chosen = (
-            self._settings.clear_scope if scope is None else check_clear_scope(scope, name="scope")
-        )
-        self.flush()
-        return self._call(lambda state: state.memory.clear(chosen))
+        return self._memory.clear(scope)
 
-    def flush(self, timeout: float = 10.0) -> int:
-        """Wait up to ``timeout`` seconds for captured turns; the number still undelivered."""
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout)
-            or timeout < 0
-        ):
-            raise ValueError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
-        if BRIDGE.in_loop_thread():
-            raise RuntimeError("flush() cannot be called from the MemorySync background loop")
-        if not BRIDGE.running:
-            return 0
-        future = BRIDGE.submit(self._flush(float(timeout)))
-        try:
-            return future.result(timeout=timeout + 1.0)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            state = self._slot.state
-            return state.pending if state is not None else 0
+    def flush(self, timeout: float = 10.0) -> DeliveryReport:
+        """Wait up to ``timeout`` seconds for the captured turns; what became of them.
 
-    async def _flush(self, timeout: float) -> int:
-        state = self._slot.state
-        if state is None or state.generation != BRIDGE.generation:
-            return 0
-        state.held.release()  # flushing means delivering now
-        return await state.queue.flush(timeout)
+        Held person turns are released first. The report counts every turn this
+        capability captured: ``delivered``, ``refused`` (with ``reasons``; a refused
+        turn is never counted as delivered) and ``pending``.
 
-    def close(self, timeout: float = 10.0) -> None:
+        Example::
+
+            report = memory.flush()
+            assert report.all_delivered, report.reasons
+        """
+        return self._memory.flush(timeout)
+
+    def close(self, timeout: float = 10.0) -> DeliveryReport:
         """Flush for up to ``timeout`` seconds, then release the queue and the connection.
 
-        Idempotent. Afterwards the hooks do nothing and explicit calls raise RuntimeError.
+        Idempotent (returns the same report again). Afterwards the hooks do nothing and
+        explicit calls raise RuntimeError.
         """
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        RECALLERS.discard(self._user_key, self)
-        self._membership.release()
-        if not BRIDGE.running or BRIDGE.in_loop_thread():
-            return
-        future = BRIDGE.submit(self._aclose(timeout))
-        try:
-            left = future.result(timeout=timeout + 2.0)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            return
-        if left:
-            _logger.warning("closed with %s captured turns undelivered", left)
-
-    async def _aclose(self, timeout: float) -> int:
-        state, self._slot.state = self._slot.state, None
-        if state is None or state.generation != BRIDGE.generation:
-            return 0
-        return await state.aclose(timeout)
-
-    def _flush_at_exit(self, timeout: float) -> int:
-        # Bounded by ``timeout`` itself (no grace period): the exit handler shares one
-        # deadline among every live capability.
-        if self._closed or BRIDGE.in_loop_thread() or not BRIDGE.running:
-            return 0
-        state = self._slot.state
-        if timeout <= 0:
-            return state.pending if state is not None else 0
-        future = BRIDGE.submit(self._flush(timeout))
-        try:
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            state = self._slot.state
-            return state.pending if state is not None else 0
+        self._group.detach_owned_by(self._owner)
+        self._group = Group()  # lets the shared group go once its last member closes
+        return self._memory.close(timeout)
 
     # ------------------------------------------------------------------ plumbing
-
-    def _loop_state(self) -> _LoopState:
-        """This capability's state on the current loop generation (loop thread only)."""
-        state = self._slot.state
-        generation = BRIDGE.generation
-        if state is not None and state.generation == generation:
-            return state
-        memory = self._first
-        self._first = None
-        if memory is None:  # after a fork: a fresh client for the child's loop
-            memory = self._settings.open()
-
-        async def deliver(turns: Sequence[CapturedTurn]) -> None:
-            await memory.record_turns(turns)
-
-        queue = DeliveryQueue(deliver)
-        state = _LoopState(generation, memory, queue, HeldTurns(queue.submit))
-        self._slot.state = state
-        track(self)
-        return state
-
-    def _call(self, call: Callable[[_LoopState], Awaitable[T]]) -> T:
-        if self._closed:
-            raise RuntimeError("this MemorySyncCapability is closed")
-        if BRIDGE.in_loop_thread():
-            raise RuntimeError("explicit calls cannot run on the MemorySync background loop")
-
-        async def run() -> T:
-            return await call(self._loop_state())
-
-        return BRIDGE.submit(run()).result()
-
-    async def _warm_up(self) -> None:
-        state = self._loop_state()
-        state.warming = asyncio.current_task()
-        await state.memory.api.warm_up()
-
-    def _submit_quietly(self, coro: Any) -> None:
-        future = BRIDGE.submit(coro)
-        future.add_done_callback(_consume)
 
     def _guard(self, where: str, action: Callable[[], None]) -> None:
         try:
@@ -678,21 +413,10 @@ class MemorySyncCapability:
             _logger.warning(message, *args)
 
 
-class _Ticket:
-    """The hold mark taken when a recall started (None: it never started)."""
-
-    mark: int | None = None
-
-
 def _check_hook_lists(agent: object) -> None:
-    hook_lists = getattr(agent, "hook_lists", None)
-    if not isinstance(hook_lists, dict):
-        return  # register_hook itself will say what is wrong
-    missing = [
-        name
-        for name in ("process_message_before_send", "process_all_messages_before_reply")
-        if name not in hook_lists
-    ]
+    hooks = getattr(agent, "hook_lists", None)  # not a dict: register_hook will complain
+    needed = ("process_message_before_send", "process_all_messages_before_reply")
+    missing = [name for name in needed if isinstance(hooks, dict) and name not in hooks]
     if missing:
         raise TypeError(
             f"add_to_agent needs the classic AG2 hooks {missing} on {type(agent).__name__}; "
@@ -706,10 +430,8 @@ def _relayed_from(holder: object, message: object, *, exclude: object) -> object
     A group-chat manager relays the very dict it stored when the speaker sent it, so
     the speaker is the conversation partner whose stored list holds that object.
     """
-    if not isinstance(message, dict):
-        return None
     stored = getattr(holder, "_oai_messages", None)
-    if not isinstance(stored, dict):
+    if not isinstance(message, dict) or not isinstance(stored, dict):
         return None
     partner: object
     for partner, conversation in stored.items():
@@ -718,8 +440,3 @@ def _relayed_from(holder: object, message: object, *, exclude: object) -> object
         if any(item is message for item in reversed(conversation)):
             return partner
     return None
-
-
-def _consume(future: concurrent.futures.Future[Any]) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        _logger.debug("background task failed: %s", type(future.exception()).__name__)

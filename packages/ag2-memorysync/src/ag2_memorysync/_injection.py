@@ -17,6 +17,8 @@ from typing import Any
 
 from ._content import is_tool_traffic, text_of
 
+_BEFORE_REPLY = "process_all_messages_before_reply"
+
 
 class ModelMessage(dict[str, Any]):
     """A copy of the last incoming message as shown to the model (marks the turn handled).
@@ -38,17 +40,13 @@ def copy_for_model(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]
 
 def _is_stored(agent: object, messages: list[Any]) -> bool:
     stored = getattr(agent, "_oai_messages", None)
-    if not isinstance(stored, dict):
-        return False
-    return any(messages is conversation for conversation in stored.values())
+    return isinstance(stored, dict) and any(messages is c for c in stored.values())
 
 
 def is_copy_hook_registered(agent: object) -> bool:
     """True when ``agent`` already runs :func:`copy_for_model` before replying."""
-    hook_lists = getattr(agent, "hook_lists", None)
-    if not isinstance(hook_lists, dict):
-        return False
-    return copy_for_model in hook_lists.get("process_all_messages_before_reply", ())
+    hooks = getattr(agent, "hook_lists", None)
+    return isinstance(hooks, dict) and copy_for_model in hooks.get(_BEFORE_REPLY, ())
 
 
 def editable_last(agent: object, messages: object, owner: object) -> dict[str, Any] | None:

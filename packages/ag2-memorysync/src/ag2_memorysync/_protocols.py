@@ -35,23 +35,3 @@ class HookableAgent(Protocol):
     ) -> None:
         """Insert ``reply_func`` into the agent's reply-function list at ``position``."""
         ...
-
-
-class LLMToolCaller(Protocol):
-    """An agent that can offer a Python function to its model as a tool."""
-
-    def register_for_llm(
-        self, *, name: str | None = None, description: str | None = None
-    ) -> Callable[[Callable[..., Any]], Any]:
-        """Decorator factory: describe the function to the model."""
-        ...
-
-
-class ToolExecutor(Protocol):
-    """An agent that can run a tool the model asked for."""
-
-    def register_for_execution(
-        self, name: str | None = None, description: str | None = None
-    ) -> Callable[[Callable[..., Any]], Any]:
-        """Decorator factory: make the function callable by name."""
-        ...

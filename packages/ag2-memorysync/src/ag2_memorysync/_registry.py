@@ -16,12 +16,10 @@ One agent may carry several capabilities. Those of different groups each do thei
 work on it; those of the same group would only repeat each other, so the first one
 attached acts and the others stand by, taking over when it is released.
 
-Groups are owned by the capabilities that use them: each capability holds a
-:class:`Membership` for its group, released by ``close()`` or, failing that, when the
-capability is garbage-collected. The last release removes the group from the registry,
-so a service creating a capability per user and request does not grow. A released
-membership also detaches the agents that capability attached, so the remaining members
-no longer rely on its (now silent) hooks.
+Groups are owned by the capabilities that use them: the registry holds them weakly, so
+a group lives while a capability holds it, and ``close()`` drops the capability's hold
+after detaching the agents it attached (the remaining members then no longer rely on
+its silent hooks). A service creating a capability per user and request does not grow.
 """
 
 from __future__ import annotations
@@ -48,7 +46,7 @@ class Attachment:
     speaks_for_person: bool | None
     captures_sent: bool
     captures_received: bool
-    owner: object = None  # the membership that attached it (detached on its release)
+    owner: object = None  # the capability's token (its agents are detached on close)
 
 
 class Group:
@@ -56,7 +54,6 @@ class Group:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.members = 0  # guarded by the registry lock
         # Per agent, its attachments in attaching order; the first one acts.
         self._attached: weakref.WeakKeyDictionary[object, list[Attachment]] = (
             weakref.WeakKeyDictionary()
@@ -116,45 +113,17 @@ class Group:
             return True
 
 
-_groups: dict[GroupKey, Group] = {}
+_groups: weakref.WeakValueDictionary[GroupKey, Group] = weakref.WeakValueDictionary()
 _groups_lock = threading.Lock()
 
 
-class Membership:
-    """One capability's share of a group; :meth:`release` (idempotent) gives it back."""
-
-    def __init__(self, key: GroupKey) -> None:
-        with _groups_lock:
-            group = _groups.get(key)
-            if group is None:
-                group = _groups[key] = Group()
-            group.members += 1
-        self.group = group
-        self._finalizer = weakref.finalize(self, _release, key, group, self._token())
-
-    def _token(self) -> object:
-        # The owner mark on attachments: a plain object, so attachments never keep the
-        # membership (and through it the capability) alive.
-        token = object()
-        self.owner = token
-        return token
-
-    @property
-    def released(self) -> bool:
-        """True once the membership was given back."""
-        return not self._finalizer.alive
-
-    def release(self) -> None:
-        """Detach this membership's agents; the last member removes the group."""
-        self._finalizer()
-
-
-def _release(key: GroupKey, group: Group, owner: object) -> None:
-    group.detach_owned_by(owner)
+def group_for(key: GroupKey) -> Group:
+    """The group of ``key``'s destination, created on first use; held by the caller."""
     with _groups_lock:
-        group.members -= 1
-        if group.members <= 0 and _groups.get(key) is group:
-            del _groups[key]
+        group = _groups.get(key)
+        if group is None:
+            group = _groups[key] = Group()
+        return group
 
 
 def registered_groups() -> int:

@@ -4,7 +4,7 @@
 # and the Annotated descriptions must be real objects, not strings.
 
 import logging
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 if TYPE_CHECKING:
     from ._capability import MemorySyncCapability
@@ -48,18 +48,8 @@ def register_memory_tools(
 
     if not isinstance(memory, MemorySyncCapability):
         raise TypeError(f"memory must be a MemorySyncCapability, got {type(memory).__name__}")
-    register_for_llm = getattr(caller, "register_for_llm", None)
-    if not callable(register_for_llm):
-        raise TypeError(
-            f"caller must be an AG2 ConversableAgent with register_for_llm, got "
-            f"{type(caller).__name__}; install the classic framework (pip install autogen)"
-        )
-    register_for_execution = getattr(executor, "register_for_execution", None)
-    if not callable(register_for_execution):
-        raise TypeError(
-            f"executor must be an AG2 ConversableAgent with register_for_execution, got "
-            f"{type(executor).__name__}; install the classic framework (pip install autogen)"
-        )
+    register_for_llm = _method(caller, "caller", "register_for_llm")
+    register_for_execution = _method(executor, "executor", "register_for_execution")
 
     def search_memory(query: Annotated[str, "What to look up about the user"]) -> str:
         if not isinstance(query, str) or not query.strip():
@@ -89,3 +79,13 @@ def register_memory_tools(
         name = function.__name__
         register_for_llm(name=name, description=description)(function)
         register_for_execution(name=name)(function)
+
+
+def _method(agent: object, role: str, name: str) -> Any:
+    method = getattr(agent, name, None)
+    if not callable(method):
+        raise TypeError(
+            f"{role} must be an AG2 ConversableAgent with {name}, got {type(agent).__name__}; "
+            "install the classic framework (pip install autogen)"
+        )
+    return method

@@ -1,8 +1,11 @@
 """memorysync-core: the shared async core of the MemorySync framework adapters.
 
 It speaks the MemorySync HTTP API (hosted or ``memorysync-local``) and owns what both
-adapters need: typed errors, tenant resolution, idempotency seeds and capture ids,
-budgeted recall, rendering of the context block, retries and the delivery queue.
+adapters need: typed errors, tenant resolution, idempotency seeds, capture ids and the
+capture order (``seq``), budgeted recall, rendering of the context block, retries, the
+delivery queue and its :class:`DeliveryReport`, and :class:`SyncUserMemory`, the
+synchronous face (one background event loop per process) for frameworks whose hooks
+cannot await.
 
 Example::
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 from . import errors
 from ._adapter import AdapterSettings, ClearScope, check_clear_scope
 from ._client import MemorySyncAPI
-from ._delivery import DeliveryQueue
+from ._delivery import DeliveryQueue, DeliveryReport
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -48,6 +51,7 @@ from ._seeds import (
     truncate_text,
     user_turn_seed,
 )
+from ._sync import SyncUserMemory
 from ._turns import CapturedTurn
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._version import __version__
@@ -65,6 +69,7 @@ __all__ = [
     "ClearScope",
     "ContextRenderer",
     "DeliveryQueue",
+    "DeliveryReport",
     "MemorySyncAPI",
     "MemorySyncError",
     "NotFoundError",
@@ -75,6 +80,7 @@ __all__ = [
     "RetryPolicy",
     "SaveOutcome",
     "ServerError",
+    "SyncUserMemory",
     "UserMemory",
     "ValidationError",
     "__version__",

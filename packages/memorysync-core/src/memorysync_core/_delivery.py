@@ -1,30 +1,67 @@
-"""A fire-and-forget delivery queue: in order, batched, retried until delivered."""
+"""A fire-and-forget delivery queue: in order, batched, retried, and honest about the outcome."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
-from ._errors import MemorySyncError, ValidationError
+from ._errors import AuthError, MemorySyncError, ValidationError
 from ._retry import RetryPolicy
 from ._turns import CapturedTurn
 
 _logger = logging.getLogger("memorysync.delivery")
 
-Deliver = Callable[[Sequence[CapturedTurn]], Awaitable[None]]
+Deliver = Callable[[Sequence[CapturedTurn]], Awaitable[object]]
+
+# What to do about a refused key, said once per queue instead of once per batch.
+_AUTH_ADVICE = (
+    "check MEMORYSYNC_API_KEY (or the api_key passed in) and the key's project; "
+    "every captured turn is refused until the key is fixed"
+)
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    """What became of the turns handed to a delivery queue since it was created.
+
+    ``delivered`` turns were accepted by the server; ``refused`` turns were given up
+    (the server refused them, the queue was full or closed), never counted as
+    delivered, with each distinct reason once in ``reasons``; ``pending`` turns are
+    still waiting (an outage, or ``flush`` ran out of time).
+
+    >>> report = DeliveryReport(delivered=2)
+    >>> report.all_delivered, report.delivered
+    (True, 2)
+    """
+
+    delivered: int = 0
+    refused: int = 0
+    pending: int = 0
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def all_delivered(self) -> bool:
+        """True when nothing was refused and nothing is pending."""
+        return not self.refused and not self.pending
 
 
 class DeliveryQueue:
-    """Delivers captured turns in the background on ONE event loop.
+    """Delivers captured turns in the background, in order, in batches, with retries.
 
     ``submit`` never blocks; a single worker delivers in order, in batches of at most
     ``max_batch``, retrying transient failures forever with the policy's backoff (the
-    same turns, so the same idempotency keys). A non-retryable failure drops that batch
-    with an ERROR log. At most ``max_pending`` turns wait; beyond that ``submit``
-    returns False and logs a WARNING.
+    same turns, so the same idempotency keys and ``seq``). A non-retryable failure
+    refuses that batch (a rejected batch is split so one bad turn does not take the
+    others with it). At most ``max_pending`` turns wait; beyond that ``submit``
+    refuses the turn and returns False. :meth:`report`, :meth:`flush` and
+    :meth:`aclose` say what happened.
+
+    The queue works from any event loop, one at a time: when the loop it was
+    delivering on has ended (two ``asyncio.run`` calls in a row), the next call on a
+    new loop carries on with the turns still queued.
 
     Example::
 
@@ -33,7 +70,8 @@ class DeliveryQueue:
 
         queue = DeliveryQueue(deliver)
         queue.submit(memory.capture("user", "I live in Lisbon."))
-        undelivered = await queue.flush(timeout=5)
+        report = await queue.flush(timeout=5)
+        assert report.all_delivered
     """
 
     def __init__(
@@ -57,44 +95,62 @@ class DeliveryQueue:
         self._max_pending = max_pending
         self._max_batch = max_batch
         self._items: collections.deque[CapturedTurn] = collections.deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: asyncio.Task[None] | None = None
-        self._idle: asyncio.Event | None = None
         self._closed = False
-        self._dropped = 0
+        self._delivered = 0
+        self._refused = 0
+        self._reasons: dict[str, None] = {}  # distinct reasons, in order first seen
 
     @property
     def pending(self) -> int:
-        """Turns submitted and not yet delivered (or dropped), the batch in flight included."""
+        """Turns submitted and not yet delivered (or refused), the batch in flight included."""
         return len(self._items)
 
     @property
     def dropped(self) -> int:
-        """Turns refused on overflow or dropped after a non-retryable error."""
-        return self._dropped
+        """Turns refused (by the server, or on overflow or after close); never delivered."""
+        return self._refused
+
+    def report(self) -> DeliveryReport:
+        """Delivered, refused (with the reasons) and pending turns, as of now."""
+        return DeliveryReport(
+            delivered=self._delivered,
+            refused=self._refused,
+            pending=len(self._items),
+            reasons=tuple(self._reasons),
+        )
 
     def _bind(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-            self._idle = asyncio.Event()
-            self._idle.set()
-        elif self._loop is not loop:
-            raise RuntimeError("a DeliveryQueue is bound to the event loop it was first used on")
+        worker = self._worker
+        if worker is not None and not worker.done() and worker.get_loop() is not loop:
+            other = worker.get_loop()
+            if other.is_running() and not other.is_closed():
+                raise RuntimeError("this DeliveryQueue is delivering on another running loop")
+            # Its loop ended under it: the turns it held are still queued.
+            self._worker = None
         return loop
 
-    def submit(self, turn: CapturedTurn) -> bool:
-        """Queue ``turn``; False (and a WARNING) when the queue is full or closed.
+    def _ensure_worker(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._items and (self._worker is None or self._worker.done()):
+            self._worker = loop.create_task(self._run(), name="memorysync-delivery")
 
-        Must be called on the queue's event loop (from a thread: ``call_soon_threadsafe``).
+    def _refuse(self, count: int, reason: str) -> None:
+        self._refused += count
+        self._reasons.setdefault(reason, None)
+
+    def submit(self, turn: CapturedTurn) -> bool:
+        """Queue ``turn``; False (refused, with a WARNING) when the queue is full or closed.
+
+        Must be called on a running event loop (from a thread: ``call_soon_threadsafe``).
         """
         loop = self._bind()
         if self._closed:
-            self._dropped += 1
+            self._refuse(1, "queue closed")
             _logger.warning("delivery queue is closed: a %s turn was not queued", turn.role)
             return False
         if len(self._items) >= self._max_pending:
-            self._dropped += 1
+            self._refuse(1, "queue full")
             _logger.warning(
                 "delivery queue full (%s turns pending): a %s turn was dropped",
                 self._max_pending,
@@ -102,20 +158,13 @@ class DeliveryQueue:
             )
             return False
         self._items.append(turn)
-        assert self._idle is not None
-        self._idle.clear()
-        if self._worker is None or self._worker.done():
-            self._worker = loop.create_task(self._run(), name="memorysync-delivery")
+        self._ensure_worker(loop)
         return True
 
     async def _run(self) -> None:
         # The worker ends when the queue is empty (``submit`` starts a new one), so an
         # idle queue holds no task on its loop and an abandoned one is simply collected.
-        assert self._idle is not None
-        while True:
-            if not self._items:
-                self._idle.set()
-                return
+        while self._items:
             batch = [self._items[i] for i in range(min(self._max_batch, len(self._items)))]
             await self._deliver_batch(batch)
             for _ in batch:
@@ -127,6 +176,7 @@ class DeliveryQueue:
             attempt += 1
             try:
                 await self._deliver(batch)
+                self._delivered += len(batch)
                 if attempt > 1:
                     _logger.info("delivered %s turns after %s attempts", len(batch), attempt)
                 return
@@ -139,13 +189,7 @@ class DeliveryQueue:
                         await self._deliver_batch(batch[:middle])
                         await self._deliver_batch(batch[middle:])
                         return
-                    self._dropped += len(batch)
-                    _logger.error(
-                        "dropped %s turns: the server refused them (%s, status %s)",
-                        len(batch),
-                        type(exc).__name__,
-                        exc.status_code,
-                    )
+                    self._refused_by_server(batch, exc)
                     return
                 wait = self._policy.delay(attempt, exc)
                 _logger.warning(
@@ -158,34 +202,62 @@ class DeliveryQueue:
                 )
                 await asyncio.sleep(wait)
             except Exception as exc:
-                self._dropped += len(batch)
+                self._refuse(len(batch), f"delivery raised {type(exc).__name__}")
                 _logger.error(
                     "dropped %s turns: delivery raised %s", len(batch), type(exc).__name__
                 )
                 return
 
-    async def flush(self, timeout: float | None = None) -> int:
-        """Wait until every queued turn is delivered or ``timeout`` passes; the number left."""
-        self._bind()
-        assert self._idle is not None
-        if not self._items:
-            return 0
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        return len(self._items)
+    def _refused_by_server(self, batch: Sequence[CapturedTurn], exc: MemorySyncError) -> None:
+        reason = f"{type(exc).__name__} (status {exc.status_code})"
+        if isinstance(exc, AuthError):
+            reason = f"{reason}: {_AUTH_ADVICE}"
+            first = reason not in self._reasons
+            self._refuse(len(batch), reason)
+            # A wrong key refuses every batch: one ERROR says so, the rest are DEBUG.
+            _logger.log(
+                logging.ERROR if first else logging.DEBUG,
+                "dropped %s turns: the server refused the API key (%s, status %s); %s",
+                len(batch),
+                type(exc).__name__,
+                exc.status_code,
+                _AUTH_ADVICE,
+            )
+            return
+        self._refuse(len(batch), reason)
+        _logger.error(
+            "dropped %s turns: the server refused them (%s, status %s)",
+            len(batch),
+            type(exc).__name__,
+            exc.status_code,
+        )
 
-    async def aclose(self, timeout: float | None = 5.0) -> int:
-        """Flush (up to ``timeout``), then stop the worker; the number left undelivered.
+    async def flush(self, timeout: float | None = None) -> DeliveryReport:
+        """Wait until every queued turn is delivered or refused, or ``timeout`` passes.
 
-        Idempotent; later ``submit`` calls return False.
+        Returns the :class:`DeliveryReport` as of then (``pending`` > 0 on timeout).
         """
-        left = await self.flush(timeout)
+        loop = self._bind()
+        self._ensure_worker(loop)  # carries on after a loop that ended mid-delivery
+        worker = self._worker
+        if self._items and worker is not None:
+            # asyncio.wait never cancels the worker on timeout.
+            await asyncio.wait({worker}, timeout=timeout)
+        return self.report()
+
+    async def aclose(self, timeout: float | None = 5.0) -> DeliveryReport:
+        """Flush (up to ``timeout``), then stop the worker; the final report.
+
+        Idempotent; later ``submit`` calls are refused. Turns still queued stay
+        ``pending`` in the report: they were neither delivered nor refused by the server.
+        """
+        report = await self.flush(timeout)
         self._closed = True
         worker, self._worker = self._worker, None
         if worker is not None and not worker.done():
             worker.cancel()
             # asyncio.wait never raises the worker's CancelledError, only our own.
             await asyncio.wait({worker})
-        if left:
-            _logger.warning("delivery queue closed with %s turns undelivered", left)
-        return left
+        if report.pending:
+            _logger.warning("delivery queue closed with %s turns undelivered", report.pending)
+        return report

@@ -179,17 +179,18 @@ class UserMemory:
 
     # ----------------------------------------------------------------- reads
 
-    async def recall(self, prompt: str) -> RecallResult:
-        """The block for ``prompt`` within ``recall_timeout``; EMPTY on any failure.
+    async def recall(self, prompt: str, *, timeout: float | None = None) -> RecallResult:
+        """The block for ``prompt`` within ``timeout`` (default ``recall_timeout``) seconds.
 
-        A prompt longer than 16,000 characters is cut (the server refuses longer ones).
+        EMPTY on any failure. A prompt longer than 16,000 characters is cut (the server
+        refuses longer ones).
         """
         return await recall_within_budget(
             self._api,
             user_id=self._user_id,
             prompt=truncate_text(prompt) if isinstance(prompt, str) else prompt,
             k=self.top_k,
-            timeout=self.recall_timeout,
+            timeout=self.recall_timeout if timeout is None else timeout,
             renderer=self.renderer,
         )
 

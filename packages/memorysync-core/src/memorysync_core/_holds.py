@@ -2,11 +2,11 @@
 
 Capture and recall both run on the background loop. Without ordering, the delivery of
 the message being answered could win the race and the recall would find the fact just
-extracted from it. So a person's turn captured while some attached agent of the same
-user may recall is *held*: it goes to the delivery queue when a recall for that user
-has started after it and finished (or was skipped or abandoned), and at the latest after
-the longest recall budget plus :data:`HOLD_MARGIN` seconds, so it is never stuck.
-``flush`` and ``close`` release held turns at once. Each capability keeps its turns in
+extracted from it. So a person's turn captured while some memory of the same user may
+recall is *held*: it goes to the delivery queue when a recall for that user has started
+after it and finished (or was skipped or abandoned), and at the latest after the
+longest recall budget plus :data:`HOLD_MARGIN` seconds, so it is never stuck.
+``flush`` and ``close`` release held turns at once. Each memory keeps its turns in
 capture order: a turn captured after a held one waits behind it.
 
 Everything below except :class:`Recallers` runs on the background loop's thread only.
@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memorysync_core import CapturedTurn
+from ._background import LOOP
+from ._turns import CapturedTurn
 
 # Seconds a held turn may wait beyond the recall budget (the reply starts a little
 # after its message is captured).
@@ -33,27 +33,27 @@ UserKey = tuple[str, str | None, str | None, str]
 
 
 class _Recaller(Protocol):
-    def _recall_budget(self) -> float | None: ...
+    def _hold_budget(self) -> float | None: ...
 
 
 class Recallers:
-    """Which capabilities may recall for a user (any thread)."""
+    """Which memories may recall for a user (any thread)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_user: dict[UserKey, weakref.WeakSet[_Recaller]] = {}
 
-    def add(self, key: UserKey, capability: _Recaller) -> None:
-        """``capability`` is attached to an agent and may recall for ``key``'s user."""
+    def add(self, key: UserKey, memory: _Recaller) -> None:
+        """``memory`` may recall for ``key``'s user."""
         with self._lock:
-            self._by_user.setdefault(key, weakref.WeakSet()).add(capability)
+            self._by_user.setdefault(key, weakref.WeakSet()).add(memory)
 
-    def discard(self, key: UserKey, capability: _Recaller) -> None:
-        """``capability`` recalls no more (closed)."""
+    def discard(self, key: UserKey, memory: _Recaller) -> None:
+        """``memory`` recalls no more (closed)."""
         with self._lock:
             members = self._by_user.get(key)
             if members is not None:
-                members.discard(capability)
+                members.discard(memory)
                 if not members:
                     del self._by_user[key]
 
@@ -61,7 +61,7 @@ class Recallers:
         """The longest recall budget among ``key``'s live recallers; None when none recalls."""
         with self._lock:
             members = list(self._by_user.get(key, ()))
-        budgets = [b for b in (m._recall_budget() for m in members) if b is not None]
+        budgets = [b for b in (m._hold_budget() for m in members) if b is not None]
         return max(budgets) if budgets else None
 
 
@@ -71,13 +71,13 @@ RECALLERS = Recallers()
 @dataclass(eq=False)
 class _Entry:
     turn: CapturedTurn
-    seq: int | None  # None: not held, only queued behind a held turn
+    mark: int | None  # None: not held, only queued behind a held turn
     released: bool
     timer: asyncio.TimerHandle | None = field(default=None)
 
 
 class HeldTurns:
-    """One capability's captured turns on their way to its delivery queue, in order."""
+    """One memory's captured turns on their way to its delivery queue, in order."""
 
     def __init__(self, submit: Callable[[CapturedTurn], object]) -> None:
         self._submit = submit
@@ -97,9 +97,9 @@ class HeldTurns:
 
     def hold(self, key: UserKey, turn: CapturedTurn, timeout: float) -> None:
         """Hold ``turn`` until a recall for ``key`` that started after it has finished."""
-        global _seq
-        _seq += 1
-        entry = _Entry(turn, _seq, released=False)
+        global _marks
+        _marks += 1
+        entry = _Entry(turn, _marks, released=False)
         entry.timer = asyncio.get_running_loop().call_later(timeout, self._expire, entry)
         self._entries.append(entry)
         _holding.setdefault(key, weakref.WeakSet()).add(self)
@@ -107,7 +107,7 @@ class HeldTurns:
     def release(self, upto: int | None = None) -> None:
         """Release the turns held at or before mark ``upto`` (None: all) and queue them."""
         for entry in self._entries:
-            if not entry.released and (upto is None or (entry.seq or 0) <= upto):
+            if not entry.released and (upto is None or (entry.mark or 0) <= upto):
                 self._open(entry)
         self._drain()
 
@@ -127,13 +127,13 @@ class HeldTurns:
             self._submit(self._entries.popleft().turn)
 
 
-_seq = 0
+_marks = 0
 _holding: dict[UserKey, weakref.WeakSet[HeldTurns]] = {}
 
 
 def mark() -> int:
     """The latest hold so far: a recall starting now releases up to this mark."""
-    return _seq
+    return _marks
 
 
 def release(key: UserKey, upto: int | None) -> None:
@@ -141,7 +141,7 @@ def release(key: UserKey, upto: int | None) -> None:
 
     ``upto`` None means "everything held so far" (the recall was skipped).
     """
-    limit = _seq if upto is None else upto
+    limit = _marks if upto is None else upto
     holders = _holding.get(key)
     if holders is None:
         return
@@ -153,10 +153,5 @@ def release(key: UserKey, upto: int | None) -> None:
         del _holding[key]
 
 
-def _reset_after_fork() -> None:
-    # The parent's held turns belong to a loop that does not exist in the child.
-    _holding.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+# The parent's held turns belong to a loop that does not exist in the child.
+LOOP.on_fork(_holding.clear)

@@ -1,11 +1,18 @@
-"""One persistent background event loop per process, shared by every capability.
+"""One persistent background event loop per process, for callers that are synchronous.
 
-AG2 hooks are synchronous and may run inside the caller's own event loop
-(``a_initiate_chat``). All network I/O therefore runs on a dedicated daemon thread's
-loop: hooks hand work over with ``call_soon_threadsafe`` / ``run_coroutine_threadsafe``
-and never touch the caller's loop. After ``fork`` the child starts a fresh loop on
-first use (the parent's thread does not exist there); at interpreter exit the live
-capabilities are flushed for a bounded time, then the loop stops.
+Framework hooks that are plain functions (and may run inside the caller's own event
+loop) cannot await. :class:`~memorysync_core.SyncUserMemory` therefore runs all its
+network I/O on a dedicated daemon thread's loop: callers hand work over with
+``call_soon_threadsafe`` / ``run_coroutine_threadsafe`` and never touch their own loop.
+
+Lifecycle:
+
+- started lazily, on first use;
+- after ``fork`` the child starts a fresh loop on first use (the parent's thread does
+  not exist there). Where ``os.register_at_fork`` exists the loop is forgotten at fork
+  time; a process-id check covers interpreters without it;
+- at interpreter exit the live memories are flushed within one shared deadline
+  (:data:`EXIT_FLUSH_SECONDS`), then the loop stops.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
-_logger = logging.getLogger("memorysync.ag2")
+_logger = logging.getLogger("memorysync.sync")
 
 T = TypeVar("T")
 
@@ -33,28 +40,41 @@ class _Flushable(Protocol):
     def _flush_at_exit(self, timeout: float) -> int: ...
 
 
-class Bridge:
+class BackgroundLoop:
     """The background loop: started lazily, re-created after fork, stopped at exit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
         self._generation = 0
         self._stopped = False
+        self._on_fork: list[Callable[[], None]] = []
 
     @property
     def generation(self) -> int:
         """Changes after a fork: state bound to an older generation's loop is stale."""
+        self._check_fork()
         return self._generation
 
     @property
     def running(self) -> bool:
-        """True once the loop thread has started (and not stopped)."""
+        """True once the loop thread has started (and not stopped) in this process."""
+        self._check_fork()
         return self._loop is not None and not self._stopped
+
+    def on_fork(self, reset: Callable[[], None]) -> None:
+        """Call ``reset`` in a forked child, before the child uses the loop."""
+        self._on_fork.append(reset)
+
+    def _check_fork(self) -> None:
+        if self._pid != os.getpid():
+            self.after_fork_in_child()
 
     def loop(self) -> asyncio.AbstractEventLoop:
         """The background loop, started on first use."""
+        self._check_fork()
         loop = self._loop
         if loop is not None:
             return loop
@@ -73,7 +93,7 @@ class Bridge:
             loop.call_soon(ready.set)
             loop.run_forever()
 
-        thread = threading.Thread(target=run, name="memorysync-ag2-loop", daemon=True)
+        thread = threading.Thread(target=run, name="memorysync-loop", daemon=True)
         thread.start()
         ready.wait()
         self._loop, self._thread, self._stopped = loop, thread, False
@@ -96,7 +116,10 @@ class Bridge:
         self._loop = None
         self._thread = None
         self._stopped = False
+        self._pid = os.getpid()
         self._generation += 1
+        for reset in self._on_fork:
+            reset()
 
     def stop(self, timeout: float = 2.0) -> None:
         """Stop the loop (pending callbacks get ``timeout`` seconds) and join the thread."""
@@ -111,38 +134,40 @@ class Bridge:
             loop.close()
 
 
-BRIDGE = Bridge()
+LOOP = BackgroundLoop()
 
-# Capabilities that may hold undelivered turns; flushed at interpreter exit.
+# Memories that may hold undelivered turns; flushed at interpreter exit.
 _live: weakref.WeakSet[_Flushable] = weakref.WeakSet()
 
 
-def track(capability: _Flushable) -> None:
-    """Remember ``capability`` so the exit handler flushes it."""
-    _live.add(capability)
+def track(memory: _Flushable) -> None:
+    """Remember ``memory`` so the exit handler flushes it."""
+    _live.add(memory)
 
 
-def _at_exit() -> None:
-    if not BRIDGE.running:
-        return
-    deadline = time.monotonic() + EXIT_FLUSH_SECONDS
+def flush_all_at_exit(timeout: float | None = None) -> int:
+    """Flush every live memory within one shared deadline, then stop the loop.
+
+    Registered with ``atexit``; returns the number of turns left undelivered.
+    """
+    if not LOOP.running:
+        return 0
+    budget = EXIT_FLUSH_SECONDS if timeout is None else timeout
+    deadline = time.monotonic() + budget
     left = 0
-    for capability in list(_live):
+    for memory in list(_live):
         remaining = max(deadline - time.monotonic(), 0.0)
         try:
-            left += capability._flush_at_exit(remaining)
+            left += memory._flush_at_exit(remaining)
         except Exception as exc:  # exit must never raise
             _logger.debug("flush at exit failed: %s", type(exc).__name__)
     if left:
         _logger.warning("exiting with %s captured turns undelivered", left)
-    BRIDGE.stop()
+    LOOP.stop()
+    return left
 
 
-def _after_fork_in_child() -> None:
-    BRIDGE.after_fork_in_child()
-    _live.clear()
-
-
-atexit.register(_at_exit)
+LOOP.on_fork(_live.clear)
+atexit.register(flush_all_at_exit)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(after_in_child=LOOP.after_fork_in_child)

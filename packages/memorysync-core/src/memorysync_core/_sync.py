@@ -1,0 +1,450 @@
+"""``SyncUserMemory``: one user's memory for frameworks that call from synchronous code."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import math
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from . import _holds
+from ._adapter import AdapterSettings, ClearScope, check_clear_scope
+from ._background import LOOP, track
+from ._delivery import DeliveryQueue, DeliveryReport
+from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
+from ._recall import RecallResult
+from ._render import RecalledMemory
+from ._turns import CapturedTurn, Role
+from ._user_memory import ClearResult, SaveOutcome, UserMemory
+
+_logger = logging.getLogger("memorysync.sync")
+_recall_logger = logging.getLogger("memorysync.recall")
+
+T = TypeVar("T")
+
+# The loop-side recall outlives the caller's deadline by this much at most: the caller
+# cancels it at the deadline, this only frees it if the caller is gone.
+_LOOP_GUARD = 0.5
+
+
+@dataclass
+class _LoopState:
+    """What lives on one generation of the background loop (re-created after fork)."""
+
+    generation: int
+    memory: UserMemory
+    queue: DeliveryQueue
+    held: HeldTurns
+    warming: asyncio.Task[None] | None = None
+
+    def report(self) -> DeliveryReport:
+        """The queue's report, held turns counted as pending."""
+        report = self.queue.report()
+        return DeliveryReport(
+            report.delivered, report.refused, report.pending + self.held.count, report.reasons
+        )
+
+    async def flush(self, timeout: float) -> DeliveryReport:
+        self.held.release()  # flushing means delivering now
+        await self.queue.flush(timeout)
+        return self.report()
+
+    async def aclose(self, timeout: float) -> DeliveryReport:
+        """Flush for up to ``timeout`` seconds, stop the queue, release the connection."""
+        self.held.release()
+        await self.queue.aclose(timeout)
+        warming = self.warming
+        if warming is not None and not warming.done():
+            # Closing the client under an in-flight warm-up would strand its socket: let it
+            # finish (it never raises), within the same bound as the flush.
+            await asyncio.wait({warming}, timeout=max(timeout, 0.1))
+            warming.cancel()
+        await self.memory.aclose()
+        return self.report()
+
+
+class _Slot:
+    """Holds a memory's loop state, so a finalizer can reach it without the memory."""
+
+    state: _LoopState | None = None
+
+
+def _abandon(slot: _Slot) -> None:
+    """A memory was collected without ``close()``: release its state on the loop."""
+    state, slot.state = slot.state, None
+    if state is None or state.generation != LOOP.generation or not LOOP.running:
+        return
+    LOOP.submit(state.aclose(1.0)).add_done_callback(_consume)
+
+
+class _Ticket:
+    """The hold mark taken when a recall started (None: it never started)."""
+
+    mark: int | None = None
+
+
+class SyncUserMemory:
+    """One user's memory in one session, for code that cannot ``await``.
+
+    Everything runs on one background event loop per process, so the calls below are
+    plain functions, safe from any thread (and from inside another event loop):
+
+    - :meth:`capture` records an utterance and returns at once; delivery is batched,
+      retried and in order. Every turn carries ``seq``, its capture time, so the
+      transcript reads in the order of capture across memories, retries and processes;
+    - a person's turn (``"user"``) is *held* while a memory of the same user may
+      recall, until a recall that started after it has finished (at most
+      ``recall_timeout`` + 1 s): the reply to a message never recalls facts extracted
+      from that message;
+    - :meth:`recall` (or :meth:`arecall` inside a caller's event loop) returns within
+      ``recall_timeout`` seconds, one deadline from the call to the return, and never
+      raises;
+    - :meth:`search`, :meth:`save` and :meth:`clear` block and raise typed errors;
+    - :meth:`flush` and :meth:`close` return a :class:`DeliveryReport`.
+
+    After ``os.fork`` the child gets its own loop and connection; at interpreter exit
+    the live memories are flushed for a bounded time.
+
+    Args:
+        settings: The validated settings (``AdapterSettings.build``).
+        recalls: Says whether this memory may recall right now (e.g. an agent with a
+            model is attached); person turns are held only while some memory of the
+            same user may. Default: always.
+
+    Example::
+
+        settings = AdapterSettings.build(surface="myframework", user_id="alice", ...)
+        memory = SyncUserMemory(settings)
+        memory.capture("user", "I live in Lisbon.")
+        block = memory.recall("Where should I eat tonight?").block
+        memory.capture("assistant", "Try the bacalhau place near you.")
+        report = memory.close()
+        assert report.all_delivered
+    """
+
+    def __init__(
+        self, settings: AdapterSettings, *, recalls: Callable[[], bool] | None = None
+    ) -> None:
+        if not isinstance(settings, AdapterSettings):
+            raise TypeError(f"settings must be AdapterSettings, got {type(settings).__name__}")
+        first = settings.open()  # validates user, session, top_k, recall_timeout, key
+        self._settings = settings
+        self._first: UserMemory | None = first
+        self._scope = first.scope
+        self._key: UserKey = (
+            first.api.base_url,
+            first.api.project_id,
+            settings.tenant_id,
+            settings.user_id,
+        )
+        self._recalls = recalls
+        self._slot = _Slot()  # its state is touched on the background loop only
+        finalizer = weakref.finalize(self, _abandon, self._slot)
+        # The exit handler flushes live memories instead (``atexit`` is a documented,
+        # writable attribute that typeshed lists as read-only).
+        finalizer.atexit = False  # type: ignore[misc]
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._final: DeliveryReport | None = None
+        RECALLERS.add(self._key, self)
+        track(self)
+
+    # ------------------------------------------------------------------ attributes
+
+    @property
+    def settings(self) -> AdapterSettings:
+        """The settings this memory was built from."""
+        return self._settings
+
+    @property
+    def scope(self) -> str:
+        """The transcript scope, ``"<surface>::<session_id>"``."""
+        return self._scope
+
+    @property
+    def destination(self) -> tuple[str, str | None, str | None, str, str]:
+        """(base URL, project, tenant, user, scope): equal for memories writing one transcript."""
+        return (*self._key, self._scope)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    def __repr__(self) -> str:
+        return f"SyncUserMemory(user_id={self._settings.user_id!r}, scope={self._scope!r})"
+
+    def _hold_budget(self) -> float | None:
+        if self._closed or (self._recalls is not None and not self._recalls()):
+            return None
+        return self._settings.recall_timeout
+
+    # ------------------------------------------------------------------ capture
+
+    def capture(self, role: Role, text: str, *, name: str | None = None) -> CapturedTurn | None:
+        """Capture ``text`` said by ``role`` now; delivered in the background, never waits.
+
+        Returns the captured turn, or None when the text is empty. ``name`` (the
+        speaker's name) is stored in the turn's payload. Raises ValueError for a role
+        other than ``"user"`` / ``"assistant"``, RuntimeError once closed.
+        """
+        if self._closed:
+            raise RuntimeError("this memory is closed")
+        turn = CapturedTurn.capture(role, text, scope=self._scope, name=name)
+        if not turn.text:
+            return None
+        # A person's words feed fact extraction: held until the reply they prompt has
+        # recalled (see _holds), so that recall never finds them.
+        budget = RECALLERS.budget(self._key) if role == "user" else None
+        LOOP.call_soon(lambda: self._enqueue(turn, budget))
+        return turn
+
+    def _enqueue(self, turn: CapturedTurn, budget: float | None) -> None:
+        held = self._state().held
+        if budget is None:
+            held.add(turn)
+        else:
+            held.hold(self._key, turn, budget + HOLD_MARGIN)
+
+    # ------------------------------------------------------------------ recall
+
+    def _wants_recall(self, prompt: object) -> bool:
+        if self._closed or not isinstance(prompt, str):
+            return False
+        return len(prompt.strip()) >= max(self._settings.min_prompt_chars, 1)
+
+    def recall(self, prompt: str | None) -> RecallResult:
+        """The block for ``prompt`` within ``recall_timeout`` seconds; EMPTY on any failure.
+
+        A prompt that is None, blank or shorter than ``min_prompt_chars`` recalls
+        nothing. Either way the person's turns held for this reply are released. From
+        the background loop's own thread it returns EMPTY at once (it cannot block).
+        """
+        deadline = time.monotonic() + self._settings.recall_timeout
+        ticket = _Ticket()
+        try:
+            if not self._wants_recall(prompt) or LOOP.in_loop_thread():
+                return RecallResult.EMPTY
+            assert prompt is not None
+            future = LOOP.submit(self._recall(prompt, ticket, deadline))
+            try:
+                return future.result(timeout=max(deadline - time.monotonic(), 0.0))
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                self._over_budget()
+                return RecallResult.EMPTY
+        finally:
+            self._release_held(ticket)
+
+    async def arecall(self, prompt: str | None) -> RecallResult:
+        """:meth:`recall` for a caller inside its own event loop, which keeps running."""
+        deadline = time.monotonic() + self._settings.recall_timeout
+        ticket = _Ticket()
+        try:
+            if not self._wants_recall(prompt):
+                return RecallResult.EMPTY
+            assert prompt is not None
+            future = LOOP.submit(self._recall(prompt, ticket, deadline))
+            try:
+                return await asyncio.wait_for(
+                    asyncio.wrap_future(future), max(deadline - time.monotonic(), 0.0)
+                )
+            except asyncio.TimeoutError:
+                self._over_budget()
+                return RecallResult.EMPTY
+        finally:
+            self._release_held(ticket)
+
+    async def _recall(self, prompt: str, ticket: _Ticket, deadline: float) -> RecallResult:
+        # Captures reach the loop in order, so every turn held before this point was
+        # captured before this reply's message was answered: release those only.
+        ticket.mark = _holds.mark()
+        # The caller enforces the deadline (and cancels this at it); the loop side only
+        # must not outlive it if the caller is gone.
+        timeout = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
+        return await self._state().memory.recall(prompt, timeout=timeout)
+
+    def _release_held(self, ticket: _Ticket) -> None:
+        """The recall finished, was skipped or ran out of time: let held turns go."""
+        key = self._key
+        LOOP.call_soon(lambda: _holds.release(key, ticket.mark))
+
+    def _over_budget(self) -> None:
+        _recall_logger.warning(
+            "recall did not finish within %.2f s; replying without memories this turn",
+            self._settings.recall_timeout,
+        )
+
+    # ------------------------------------------------------------------ explicit calls
+
+    def search(
+        self, query: str, *, k: int | None = None, min_score: float | None = None
+    ) -> list[RecalledMemory]:
+        """Search the user's memories; raises the core's typed errors on failure."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError(f"query must be a non-empty string, got {query!r:.40}")
+        return self._call(lambda state: state.memory.search(query, k=k, min_score=min_score))
+
+    def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
+        """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure."""
+        return self._call(lambda state: state.memory.save(text, metadata=metadata))
+
+    def clear(self, scope: ClearScope | None = None) -> ClearResult:
+        """Delete this session's memories and transcript (``"user"``: all the user's).
+
+        Defaults to the settings' ``clear_scope``. Captured turns are flushed first so
+        they cannot land after the deletion. Raises on failure.
+        """
+        chosen = (
+            self._settings.clear_scope if scope is None else check_clear_scope(scope, name="scope")
+        )
+        self.flush()
+        return self._call(lambda state: state.memory.clear(chosen))
+
+    def warm_up(self) -> None:
+        """Resolve the tenant and open the connection in the background; never raises."""
+
+        async def warm() -> None:
+            state = self._state()
+            state.warming = asyncio.current_task()
+            await state.memory.api.warm_up()
+
+        if not self._closed:
+            LOOP.submit(warm()).add_done_callback(_consume)
+
+    # ------------------------------------------------------------------ delivery
+
+    def report(self) -> DeliveryReport:
+        """What became of the captured turns so far, without waiting."""
+        if self._final is not None:
+            return self._final
+        state = self._slot.state
+        if state is None or state.generation != LOOP.generation:
+            return DeliveryReport()
+        return state.report()
+
+    def flush(self, timeout: float = 10.0) -> DeliveryReport:
+        """Deliver held turns now and wait up to ``timeout`` seconds for the queue.
+
+        Returns what happened to every turn captured so far: delivered, refused (with
+        the reasons; never counted as delivered) and still pending.
+        """
+        _check_timeout(timeout)
+        if LOOP.in_loop_thread():
+            raise RuntimeError("flush() cannot be called from the MemorySync background loop")
+        if self._final is not None or not LOOP.running:
+            return self.report()
+        future = LOOP.submit(self._flush(float(timeout)))
+        try:
+            return future.result(timeout=timeout + 1.0)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return self.report()
+
+    async def _flush(self, timeout: float) -> DeliveryReport:
+        state = self._slot.state
+        if state is None or state.generation != LOOP.generation:
+            return DeliveryReport()
+        return await state.flush(timeout)
+
+    def close(self, timeout: float = 10.0) -> DeliveryReport:
+        """Flush for up to ``timeout`` seconds, then release the queue and the connection.
+
+        Idempotent (a second call returns the same report). Afterwards :meth:`capture`
+        and the explicit calls raise RuntimeError and :meth:`recall` returns EMPTY.
+        """
+        _check_timeout(timeout)
+        with self._close_lock:
+            if self._closed:
+                return self.report()
+            self._closed = True
+        RECALLERS.discard(self._key, self)
+        if not LOOP.running or LOOP.in_loop_thread():
+            self._final = self.report()
+            return self._final
+        future = LOOP.submit(self._aclose(float(timeout)))
+        try:
+            report = future.result(timeout=timeout + 2.0)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            report = self.report()
+        self._final = report
+        if report.pending:
+            _logger.warning("closed with %s captured turns undelivered", report.pending)
+        return report
+
+    async def _aclose(self, timeout: float) -> DeliveryReport:
+        state = self._slot.state
+        if state is None or state.generation != LOOP.generation:
+            return DeliveryReport()
+        report = await state.aclose(timeout)
+        self._slot.state = None
+        return report
+
+    def _flush_at_exit(self, timeout: float) -> int:
+        # Bounded by ``timeout`` itself (no grace period): the exit handler shares one
+        # deadline among every live memory.
+        if self._closed or LOOP.in_loop_thread() or not LOOP.running:
+            return 0
+        if timeout <= 0:
+            return self.report().pending
+        future = LOOP.submit(self._flush(timeout))
+        try:
+            return future.result(timeout=timeout).pending
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return self.report().pending
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _state(self) -> _LoopState:
+        """This memory's state on the current loop generation (loop thread only)."""
+        state = self._slot.state
+        generation = LOOP.generation
+        if state is not None and state.generation == generation:
+            return state
+        memory = self._first
+        self._first = None
+        if memory is None:  # after a fork: a fresh client for the child's loop
+            memory = self._settings.open()
+
+        async def deliver(turns: Sequence[CapturedTurn]) -> None:
+            await memory.record_turns(turns)
+
+        queue = DeliveryQueue(deliver)
+        state = _LoopState(generation, memory, queue, HeldTurns(queue.submit))
+        self._slot.state = state
+        track(self)
+        return state
+
+    def _call(self, call: Callable[[_LoopState], Awaitable[T]]) -> T:
+        if self._closed:
+            raise RuntimeError("this memory is closed")
+        if LOOP.in_loop_thread():
+            raise RuntimeError("explicit calls cannot run on the MemorySync background loop")
+
+        async def run() -> T:
+            return await call(self._state())
+
+        return LOOP.submit(run()).result()
+
+
+def _check_timeout(timeout: object) -> None:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout < 0
+    ):
+        raise ValueError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+
+
+def _consume(future: concurrent.futures.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        _logger.debug("background task failed: %s", type(future.exception()).__name__)

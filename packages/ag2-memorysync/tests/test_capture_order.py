@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 from autogen import GroupChat, GroupChatManager, UserProxyAgent
 
-from memorysync_core._holds import HOLD_MARGIN
 from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
+from memorysync_core._holds import HOLD_MARGIN
 
 TEMPLATE_HEAD = DEFAULT_CONTEXT_TEMPLATE.split("\n")[0]
 FACT = "I am allergic to peanuts and I live in Lisbon."

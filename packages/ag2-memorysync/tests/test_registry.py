@@ -11,8 +11,8 @@ import pytest
 from autogen import ConversableAgent, UserProxyAgent
 
 from ag2_memorysync import MemorySyncCapability
-from memorysync_core._background import LOOP
 from ag2_memorysync._registry import MAX_RELAYS, Group, registered_groups
+from memorysync_core._background import LOOP
 from shared.local_server import stored_history
 
 

@@ -17,7 +17,16 @@ import time
 import warnings
 from pathlib import Path
 
-from . import budget, capture, history, hot_paths, loop_health, many_users, server_bench
+from . import (
+    budget,
+    capture,
+    history,
+    hot_paths,
+    loop_health,
+    many_users,
+    recall_quality,
+    server_bench,
+)
 from ._report import chart, markdown
 from ._server import BenchServer
 from ._stats import Section
@@ -60,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("running the history-length benchmark (item 8, embedded server) ...", file=sys.stderr)
     sections += history.run(quick=args.quick)
+    print("running the recall-quality set (item 9, in-process) ...", file=sys.stderr)
+    sections += recall_quality.run(quick=args.quick)
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text(markdown(sections, elapsed=elapsed, quick=args.quick))

@@ -142,7 +142,12 @@ def evaluate(
                     answer = client.post(
                         "/v1/memory/recall",
                         headers=headers,
-                        json={"tenant_id": "local", "user_id": user, "prompt": case.question, "k": K},
+                        json={
+                            "tenant_id": "local",
+                            "user_id": user,
+                            "prompt": case.question,
+                            "k": K,
+                        },
                     )
                     query_seconds += time.perf_counter() - started
                     queries += 1

@@ -97,9 +97,7 @@ def test_bands_are_true_to_their_definition(split: str) -> None:
         for question in scenario["questions"]:
             if question["expect"] == ["*"]:
                 continue
-            target = [
-                f for f in facts if any(e.lower() in f.lower() for e in question["expect"])
-            ]
+            target = [f for f in facts if any(e.lower() in f.lower() for e in question["expect"])]
             shared = _words(question["question"]) & set().union(*(_words(f) for f in target))
             if question["band"] == "same":
                 assert shared, (scenario["scenario"], question["question"])

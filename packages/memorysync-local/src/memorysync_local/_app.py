@@ -17,8 +17,9 @@ from urllib.parse import unquote_to_bytes
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
 
-from memorysync_local._errors import GuardMiddleware, install_error_handlers
+from memorysync_local._errors import install_error_handlers
 from memorysync_local._extract import Extractor, RuleBasedExtractor
+from memorysync_local._guard import BODY_TIMEOUT_SECONDS, GuardMiddleware
 from memorysync_local._models import (
     ERROR_RESPONSES,
     MAX_INT,
@@ -48,6 +49,7 @@ def create_app(
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
     extractor: Extractor | None = None,
+    body_timeout: float = BODY_TIMEOUT_SECONDS,
 ) -> FastAPI:
     """Build a MemorySync-compatible ASGI app over the SQLite database at ``db_path``.
 
@@ -56,7 +58,8 @@ def create_app(
     ``/org/projects``); ``plans`` gives a key a monthly add limit and a quota mode.
     ``async_extraction`` answers ``distilling`` and extracts on a background
     thread, as the hosted service does; by default a write is readable as soon as
-    it is answered. ``db_path`` may be ``":memory:"``.
+    it is answered. ``db_path`` may be ``":memory:"``. ``body_timeout`` is how long
+    the server waits for the next piece of a request body before answering 408.
 
     The store is closed by ``app.state.store.close()`` (the app has no lifespan).
 
@@ -83,7 +86,7 @@ def create_app(
     app.state.store = store
     app.state.keys = keys
     install_error_handlers(app)
-    app.add_middleware(GuardMiddleware)
+    app.add_middleware(GuardMiddleware, keys=keys, body_timeout=body_timeout)
     _add_routes(app, store, keys)
     return app
 

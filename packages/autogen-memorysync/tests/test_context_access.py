@@ -436,10 +436,10 @@ def test_with_block_uses_the_known_positions_and_reports_no_change() -> None:
     source = "memorysync_0123456789abcdef"
     messages: list[LLMMessage] = [_user("q1"), _user("body", source), _user("q2")]
 
-    assert with_block(messages, source=source, block="body", anchor=2, found=[1]) is None
+    assert with_block(messages, source=source, block="body", anchor=2, found=1) is None
     assert with_block(messages, source=source, block="body", anchor=2) is None
     assert with_block([_user("q1")], source=source, block="", anchor=0) is None
-    moved = with_block(messages, source=source, block="body", anchor=0, found=[1])
+    moved = with_block(messages, source=source, block="body", anchor=0, found=1)
     assert moved == [_user("body", source), _user("q1"), _user("q2")]
-    removed = with_block(messages, source=source, block="", anchor=2, found=[1])
+    removed = with_block(messages, source=source, block="", anchor=2, found=1)
     assert removed == [_user("q1"), _user("q2")]

@@ -21,9 +21,8 @@ no ``_messages`` list) goes through the state round-trip.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from autogen_core.model_context import ChatCompletionContext, ChatCompletionContextState
 from autogen_core.models import LLMMessage, UserMessage
@@ -43,6 +42,11 @@ def block_source(identity: str) -> str:
 def is_memory_block(message: LLMMessage) -> bool:
     """True for a block put in a context by any MemorySync memory."""
     return isinstance(message, UserMessage) and bool(_BLOCK_SOURCE.fullmatch(message.source))
+
+
+def is_block_of(message: LLMMessage, source: str) -> bool:
+    """True for a block of the memory whose blocks are named ``source``."""
+    return isinstance(message, UserMessage) and message.source == source
 
 
 def live_messages(context: ChatCompletionContext) -> list[LLMMessage] | None:
@@ -82,19 +86,10 @@ async def write_state(
     await context.load_state(new_state)
 
 
-def find_blocks(messages: Sequence[LLMMessage], source: str) -> list[int]:
-    """Indexes of every block named ``source`` (a pass over the whole list)."""
-    return [
-        index
-        for index, message in enumerate(messages)
-        if isinstance(message, UserMessage) and message.source == source
-    ]
-
-
-def rindex(messages: Sequence[LLMMessage], target: LLMMessage) -> int | None:
-    """Index of the object ``target`` itself in ``messages``, searched from the end."""
+def last_index(messages: Sequence[LLMMessage], match: Callable[[LLMMessage], bool]) -> int | None:
+    """Index of the last message that ``match`` accepts (searched from the end)."""
     for index in range(len(messages) - 1, -1, -1):
-        if messages[index] is target:
+        if match(messages[index]):
             return index
     return None
 
@@ -105,81 +100,30 @@ def with_block(
     source: str,
     block: str,
     anchor: int | None,
-    found: Sequence[int] | None = None,
+    found: int | None = None,
 ) -> list[LLMMessage] | None:
     """``messages`` without the blocks named ``source``, plus ``block`` before ``anchor``.
 
     ``anchor`` indexes ``messages``; an empty ``block`` or no anchor inserts nothing.
-    ``found`` lists the indexes of the blocks named ``source`` when the caller knows
-    them (otherwise the whole list is searched). Returns None when the result would
-    equal ``messages`` (nothing to write back), so an unchanged block costs no copy.
+    ``found`` is the index of the only block named ``source`` when the caller knows it;
+    otherwise every message is inspected. Returns None when the result would equal
+    ``messages`` (nothing to write back).
     """
-    blocks = find_blocks(messages, source) if found is None else sorted(found)
+    if found is None:
+        blocks = [index for index, message in enumerate(messages) if is_block_of(message, source)]
+    else:
+        blocks = [found]
+    in_place = anchor is not None and blocks == [anchor - 1]
+    if block and in_place and messages[blocks[0]].content == block:
+        return None  # the same block, already right before the question
     insert = bool(block) and anchor is not None
-    if insert and anchor is not None and blocks == [anchor - 1]:
-        previous = messages[anchor - 1]
-        if isinstance(previous, UserMessage) and previous.content == block:
-            return None
     if not insert and not blocks:
         return None
-    # Whole slices between the cuts: a copy of references, never a rebuilt message.
-    cuts = sorted([*blocks, anchor] if insert and anchor is not None else blocks)
-    removed = set(blocks)
-    out: list[LLMMessage] = []
-    start = 0
-    for cut in cuts:
-        out += messages[start:cut]
-        if cut in removed:
-            start = cut + 1
-        else:
-            out.append(UserMessage(content=block, source=source))
-            start = cut
-    out += messages[start:]
+    # A copy of references with deletions and one insertion: no message is rebuilt.
+    out = list(messages)
+    for index in reversed(blocks):
+        del out[index]
+    if insert and anchor is not None:
+        before = sum(1 for index in blocks if index < anchor)
+        out.insert(anchor - before, UserMessage(content=block, source=source))
     return out
-
-
-class Placements:
-    """Replaces one memory's block in the contexts it updates, remembering where it is.
-
-    The block object last placed in each context is kept (weakly: a context that goes
-    away is forgotten), so the next turn finds it by identity near the end instead of
-    inspecting every message. When it is not there (the context was reloaded or
-    rewritten since), every message is inspected once, which also catches a block of
-    this memory saved in the state.
-    """
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self._placed: WeakKeyDictionary[ChatCompletionContext, UserMessage] = WeakKeyDictionary()
-
-    def update(
-        self,
-        context: ChatCompletionContext,
-        messages: list[LLMMessage],
-        *,
-        block: str,
-        query: LLMMessage | None,
-    ) -> None:
-        """Put ``block`` before ``query`` in ``messages``, the live list of ``context``.
-
-        No await happens in here, so nothing else changes the list meanwhile. When the
-        block is already in place, the context is left exactly as it is.
-        """
-        found: list[int] | None = None
-        known = self._placed.get(context)
-        if known is not None:
-            at = rindex(messages, known)
-            found = None if at is None else [at]
-        anchor = None if query is None else rindex(messages, query)
-        updated = with_block(messages, source=self.source, block=block, anchor=anchor, found=found)
-        if updated is not None:
-            # A new list, as load_state assigns one: a list handed out earlier by
-            # get_messages (to a model client, a log) keeps what it showed.
-            context._messages = updated
-            messages = updated
-        at = None if not block or query is None else rindex(messages, query)
-        placed = None if not at else messages[at - 1]
-        if isinstance(placed, UserMessage) and placed.source == self.source:
-            self._placed[context] = placed
-        else:
-            self._placed.pop(context, None)

@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
 
 import httpx
 from autogen_core import CancellationToken, Component
@@ -33,8 +34,9 @@ from memorysync_core import (
 
 from ._config import MemorySyncMemoryConfig
 from ._injection import (
-    Placements,
     block_source,
+    is_block_of,
+    last_index,
     live_messages,
     read_state,
     with_block,
@@ -147,7 +149,8 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             (api.base_url, api.project_id or "", tenant_id or "", user_id, session_id)
         )
         self._block_source = block_source(identity)
-        self._placements = Placements(self._block_source)
+        # Each context's block as last placed (weakly: a context that goes away is forgotten).
+        self._placed: WeakKeyDictionary[ChatCompletionContext, LLMMessage] = WeakKeyDictionary()
 
     # -- readable settings -------------------------------------------------------------
 
@@ -264,7 +267,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             recalled = await self._memory.recall(query[1])
         try:
             if state is None:
-                self._place(model_context, messages, query, recalled.block)
+                self._place(model_context, None if query is None else query[1], recalled.block)
             else:
                 updated = with_block(
                     messages,
@@ -287,24 +290,31 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             return _update_result((RecalledMemory(None, recalled.block, None, {}),))
         return _update_result(recalled.memories)
 
-    def _place(
-        self,
-        context: ChatCompletionContext,
-        read: list[LLMMessage],
-        query: tuple[int, str] | None,
-        block: str,
-    ) -> None:
-        """Put ``block`` in a context of the known shape; ``read`` is its list before recall."""
-        # Read the list again: it may have been replaced while recall awaited.
-        current = live_messages(context)
-        if current is None:  # something else was put in its place
+    def _place(self, context: ChatCompletionContext, query: str | None, block: str) -> None:
+        """Put ``block`` in a context of the known shape, without dumping or validating.
+
+        The list is read again (recall awaited: it may have grown or been replaced). The
+        block last placed here is found by identity, near the end; when it is gone (the
+        context was reloaded), every message is inspected once.
+        """
+        messages = live_messages(context)
+        if messages is None:  # something else was put in its place meanwhile
             raise TypeError("the model context no longer keeps a message list")
-        anchor = None if query is None else read[query[0]]
-        if query is not None and current is not read:
-            # Reloaded meanwhile: the question is a new object; find it again.
-            again = find_query(current)
-            anchor = current[again[0]] if again is not None and again[1] == query[1] else None
-        self._placements.update(context, current, block=block, query=anchor)
+        again = find_query(messages)
+        anchor = again[0] if again is not None and again[1] == query else None
+        known = self._placed.pop(context, None)
+        found = None if known is None else last_index(messages, lambda m: m is known)
+        source = self._block_source
+        updated = with_block(messages, source=source, block=block, anchor=anchor, found=found)
+        if updated is not None:
+            # A new list, as load_state assigns one: a list get_messages handed out earlier
+            # (to a model client, a log) keeps what it showed.
+            context._messages = messages = updated
+        # The block, if one was placed, is now just before the question: found at once.
+        placed = bool(block) and anchor is not None
+        at = last_index(messages, lambda m: is_block_of(m, source)) if placed else None
+        if at is not None:
+            self._placed[context] = messages[at]
 
     # -- explicit calls ----------------------------------------------------------------
 

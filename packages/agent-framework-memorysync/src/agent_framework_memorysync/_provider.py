@@ -1,0 +1,324 @@
+"""``MemorySyncContextProvider``: Agent Framework's ``ContextProvider`` on memorysync-core."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import httpx
+from agent_framework import AgentSession, ContextProvider, SessionContext
+
+from memorysync_core import (
+    AdapterSettings,
+    CapturedTurn,
+    ClearResult,
+    ClearScope,
+    DeliveryQueue,
+    DeliveryReport,
+    RecalledMemory,
+    SaveOutcome,
+    UserMemory,
+    check_clear_scope,
+)
+
+from . import _exit
+from ._turns import latest_user_text, person_turns, reply_text
+
+logger = logging.getLogger("memorysync.agent_framework")
+
+SURFACE = "agent-framework"
+_PREFIX = SURFACE + "::"
+
+
+class MemorySyncContextProvider(ContextProvider):
+    """An Agent Framework ``ContextProvider`` that recalls what a user told your agents.
+
+    ``before_run`` recalls for the latest user message of the run's input, within
+    ``recall_timeout`` seconds (tenant lookup included), and adds the block to the
+    run's instructions: one block per run, never stored in the session's history.
+    ``after_run`` captures what the person said and the agent's reply into the
+    transcript ``agent-framework::<session>`` (the user's turns go to fact
+    extraction); delivery runs in the background, in order, retried with the same ids.
+    Neither hook raises into the run: a failure is logged and the run goes on.
+
+    The memory's session is the framework's ``AgentSession`` id unless ``session_id``
+    is given. The user is ``user_id``, or a run's ``options={"user": ...}``.
+
+    Args:
+        user_id: End user the memories belong to. Required, never generated.
+        session_id: A fixed session for every run (default: the ``AgentSession``'s id).
+        source_id: The provider's id in the agent (attribution, ``session.state`` key).
+        top_k: Memories considered per run (``>= 1``).
+        recall_timeout: Hard budget in seconds for the whole recall.
+        min_prompt_chars: Queries shorter than this (stripped) are not recalled for.
+        context_template: Block template with a ``{context}`` placeholder (None: built-in).
+        clear_scope: What :meth:`clear` deletes by default: ``"session"`` or ``"user"``.
+        request_timeout: Per-request timeout in seconds of the explicit calls.
+        api_key: The key, else ``MEMORYSYNC_API_KEY``. Never stored in session state.
+        base_url: Server URL, else ``MEMORYSYNC_BASE_URL``, else the hosted service.
+        project_id: Project sent as ``X-Project-ID``, else ``MEMORYSYNC_PROJECT_ID``.
+        tenant_id: Explicit tenant; skips tenant resolution.
+        transport: An ``httpx`` transport (tests, in-process servers).
+        min_score: Drop recalled memories scoring below this.
+        max_context_chars: Cap on the block's body.
+
+    Example::
+
+        from agent_framework import Agent
+        from agent_framework_memorysync import MemorySyncContextProvider
+
+        async with MemorySyncContextProvider(user_id="customer-42") as memory:
+            agent = Agent(client, instructions="You are helpful.", context_providers=[memory])
+            session = agent.create_session()
+            print(await agent.run("I live in Lisbon.", session=session))
+    """
+
+    DEFAULT_SOURCE_ID = "memorysync"
+    # Inside the agent-loop middleware, capture once per user turn (not per iteration).
+    after_run_once_per_turn = True
+
+    def __init__(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        source_id: str = DEFAULT_SOURCE_ID,
+        top_k: int = 5,
+        recall_timeout: float = 1.2,
+        min_prompt_chars: int = 8,
+        context_template: str | None = None,
+        clear_scope: ClearScope = "session",
+        request_timeout: float = 10.0,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        project_id: str | None = None,
+        tenant_id: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        min_score: float | None = None,
+        max_context_chars: int | None = None,
+    ) -> None:
+        if not isinstance(source_id, str) or not source_id.strip():
+            raise ValueError(f"source_id must be a non-empty string, got {source_id!r}")
+        super().__init__(source_id)
+        self._settings = AdapterSettings.build(
+            surface=SURFACE,
+            user_id=user_id,
+            session_id="default" if session_id is None else session_id,
+            top_k=top_k,
+            recall_timeout=recall_timeout,
+            min_prompt_chars=min_prompt_chars,
+            clear_scope=clear_scope,
+            request_timeout=request_timeout,
+            context_template=context_template,
+            min_score=min_score,
+            max_context_chars=max_context_chars,
+            api_key=api_key,
+            base_url=base_url,
+            project_id=project_id,
+            tenant_id=tenant_id,
+            transport=transport,
+        )
+        self._memory = self._settings.open()  # validates the user, session and key
+        self._fixed_session = session_id
+        self._queue: DeliveryQueue | None = None
+
+    # -- settings ----------------------------------------------------------------------
+
+    @property
+    def settings(self) -> AdapterSettings:
+        """The validated settings (``memorysync_core.AdapterSettings``)."""
+        return self._settings
+
+    @property
+    def user_id(self) -> str:
+        """The default end user (a run's ``options["user"]`` overrides it)."""
+        return self._settings.user_id
+
+    @property
+    def session_id(self) -> str | None:
+        """The fixed session, or None when the memory follows the ``AgentSession``."""
+        return self._fixed_session
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(user_id={self.user_id!r}, session_id={self._fixed_session!r}, "
+            f"base_url={self._memory.api.base_url!r})"
+        )
+
+    def memory_for(
+        self, session: AgentSession | str | None = None, user_id: str | None = None
+    ) -> UserMemory:
+        """The core memory of ``user_id`` (default: this provider's) in ``session``.
+
+        ``session`` is an ``AgentSession``, a session id, or None (the fixed session,
+        else ``"default"``). A fixed ``session_id`` always wins, as in the runs.
+        """
+        if self._fixed_session is not None or session is None:
+            session_id = self._settings.session_id
+        else:
+            session_id = session if isinstance(session, str) else session.session_id
+        user = self._settings.user_id if user_id is None else user_id
+        if session_id == self._memory.session_id and user == self._memory.user_id:
+            return self._memory
+        return UserMemory(
+            self._memory.api,
+            user_id=user,
+            session_id=session_id,
+            surface=SURFACE,
+            top_k=self._memory.top_k,
+            recall_timeout=self._memory.recall_timeout,
+            renderer=self._memory.renderer,
+        )
+
+    def _run_memory(self, context: SessionContext) -> UserMemory:
+        # The agent pops ``user`` from the run's options after before_run: keep it in the
+        # run's metadata so that after_run captures for the same user.
+        key = f"memorysync.user_id:{self.source_id}"
+        user = context.metadata.get(key) or context.options.get("user")
+        memory = self.memory_for(context.session_id, user if isinstance(user, str) else None)
+        context.metadata[key] = memory.user_id
+        return memory
+
+    # -- the hooks ---------------------------------------------------------------------
+
+    async def before_run(
+        self, *, agent: Any, session: AgentSession, context: SessionContext, state: dict[str, Any]
+    ) -> None:
+        """Recall for the run's latest user message and add the block to its instructions.
+
+        Never raises (except cancellation) and never waits longer than
+        ``recall_timeout`` for the server: on any failure the run has no block.
+        """
+        try:
+            memory = self._run_memory(context)
+            # JSON-native on purpose: the framework's session stores serialize it.
+            state.update(user_id=memory.user_id, scope=memory.scope)
+            query = latest_user_text(context.input_messages)
+            if query is None or len(query.strip()) < self._settings.min_prompt_chars:
+                return
+            recalled = await memory.recall(query)
+            if recalled.block:
+                # Instructions, not messages: every chat client (OpenAI, Anthropic,
+                # Gemini) renders them as system text, and no history provider stores them.
+                context.extend_instructions(self.source_id, recalled.block)
+        except Exception as exc:
+            logger.warning(
+                "recall skipped (%s); the run goes on without memory", type(exc).__name__
+            )
+
+    async def after_run(
+        self, *, agent: Any, session: AgentSession, context: SessionContext, state: dict[str, Any]
+    ) -> None:
+        """Capture the person's words and the reply; queued, never waits for the network."""
+        try:
+            memory = self._run_memory(context)
+            said = person_turns(context.input_messages)
+            if not said:
+                return
+            # The caller's message id is the capture id: a run retried with the same
+            # message is stored once; a genuine repeat is a new message, stored again.
+            turn_id = said[-1].message_id or None
+            turns = [memory.capture("user", m.text) for m in said[:-1]]
+            turns.append(memory.capture("user", said[-1].text, turn_id=turn_id))
+            reply = reply_text(context.response.messages) if context.response else ""
+            if reply.strip():
+                turns.append(memory.capture("assistant", reply, turn_id=turn_id))
+            if self._queue is None:
+                self._queue = DeliveryQueue(self._deliver)
+                _exit.track(self)  # again, after a close()
+            for turn in turns:
+                self._queue.submit(_UserTurn(**asdict(turn), user_id=memory.user_id))
+        except Exception as exc:
+            logger.warning("capture skipped (%s)", type(exc).__name__)
+
+    async def _deliver(self, batch: Sequence[CapturedTurn]) -> None:
+        # A batch may span users and sessions: each goes to its own transcript.
+        def key(turn: CapturedTurn) -> tuple[str, str]:
+            return (turn.user_id if isinstance(turn, _UserTurn) else self.user_id, turn.scope)
+
+        for (user_id, scope), group in itertools.groupby(batch, key=key):
+            memory = self.memory_for(scope[len(_PREFIX) :], user_id)
+            await memory.record_turns(list(group), extract=True)
+
+    # -- explicit calls ----------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        min_score: float | None = None,
+    ) -> list[RecalledMemory]:
+        """Search the user's memories (all sessions); raises the typed errors on failure."""
+        threshold = self._settings.renderer.min_score if min_score is None else min_score
+        return await self._memory.search(query, k=k, min_score=threshold)
+
+    async def save(
+        self,
+        text: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        session: AgentSession | str | None = None,
+    ) -> SaveOutcome:
+        """Offer ``text`` as a fact; the server decides what is kept. Raises on failure."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"text must be non-empty text, got {text!r:.40}")
+        return await self.memory_for(session).save(text, metadata=metadata)
+
+    async def clear(
+        self,
+        scope: ClearScope | None = None,
+        *,
+        session: AgentSession | str | None = None,
+    ) -> ClearResult:
+        """Delete a session's facts and transcript, or (``"user"``) every memory of the user.
+
+        ``scope`` defaults to ``clear_scope``. Turns still queued are delivered first,
+        so nothing captured before the call survives it. Raises on failure.
+        """
+        chosen = (
+            self._settings.clear_scope if scope is None else check_clear_scope(scope, name="scope")
+        )
+        await self.flush()
+        return await self.memory_for(session).clear(chosen)
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Captured turns not yet delivered (or refused)."""
+        return 0 if self._queue is None else self._queue.pending
+
+    async def flush(self, timeout: float | None = 10.0) -> DeliveryReport:
+        """Wait until every captured turn is delivered or refused (or ``timeout`` passes)."""
+        return DeliveryReport() if self._queue is None else await self._queue.flush(timeout)
+
+    async def close(self, timeout: float | None = 10.0) -> DeliveryReport:
+        """Deliver what is queued (up to ``timeout``), release the connection; the report.
+
+        Idempotent. The provider stays usable: a later run opens a connection again and
+        must be closed again.
+        """
+        queue, self._queue = self._queue, None
+        report = DeliveryReport() if queue is None else await queue.aclose(timeout)
+        _exit.untrack(self)
+        await self._memory.aclose()
+        return report
+
+    aclose = close
+
+    async def __aenter__(self) -> MemorySyncContextProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+@dataclass(frozen=True)
+class _UserTurn(CapturedTurn):
+    """A captured turn and the user it belongs to (a run may name its own user)."""
+
+    user_id: str = ""

@@ -126,3 +126,116 @@ def test_serve_with_env_keys_and_an_eval_key(tmp_path: Path) -> None:
     assert "generated" not in out
     assert "ms_a" not in err
     assert "ms_eval" not in err
+
+
+def test_help_recommends_the_key_file_over_a_key_in_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--api-key-file PATH" in text
+    assert "ps" in text
+    assert "prefer --api-key-file or MEMORYSYNC_LOCAL_API_KEYS" in text
+
+
+def test_serve_reads_keys_from_a_file_and_keeps_them_out_of_the_command_line(
+    tmp_path: Path,
+) -> None:
+    key_file = tmp_path / "keys"
+    key_file.write_text("# local keys\nms_file_a\n\nms_file_b = acme\n", encoding="utf-8")
+    key_file.chmod(0o600)
+    proc = _start(tmp_path, "--api-key-file", str(key_file), env={"MEMORYSYNC_LOCAL_API_KEYS": ""})
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().rsplit(" at ", 1)[1].strip()
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert b"ms_file" not in cmdline
+        with httpx.Client(base_url=base_url, timeout=30) as client:
+            for key, tenant in (("ms_file_a", "local"), ("ms_file_b", "acme")):
+                answer = client.get("/org/projects", headers={"X-API-Key": key})
+                assert answer.json()[0]["tenant_id"] == tenant
+    finally:
+        out, err = _stop(proc)
+    assert "generated" not in out
+    assert "warning" not in err
+    assert "ms_file" not in out + err
+
+
+def test_a_key_file_readable_by_others_is_used_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memorysync_local._cli import _read_key_file
+
+    key_file = tmp_path / "keys"
+    key_file.write_text("ms_open\n", encoding="utf-8")
+    key_file.chmod(0o644)
+    assert _read_key_file(str(key_file)) == ["ms_open"]
+    err = capsys.readouterr().err
+    assert "readable by other users" in err
+    assert "chmod 600" in err
+    assert "ms_open" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "cannot read it"), ("# only a comment\n\n", "no key in it"), (b"\xff\xfe", "UTF-8")],
+)
+def test_a_bad_key_file_exits_2_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes | None, message: str
+) -> None:
+    key_file = tmp_path / "keys"
+    if isinstance(content, bytes):
+        key_file.write_bytes(content)
+    elif content is not None:
+        key_file.write_text(content, encoding="utf-8")
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--db", str(tmp_path / "x.db"), "--api-key-file", str(key_file)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert str(key_file) in err
+    assert message in err
+
+
+def test_the_access_log_never_shows_a_key_sent_in_the_query_string(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [*COMMAND, "serve", "--db", str(tmp_path / "cli.db"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MEMORYSYNC_LOCAL_API_KEYS": "ms_query_key"},
+    )
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().rsplit(" at ", 1)[1].strip()
+        with httpx.Client(base_url=base_url, timeout=30) as client:
+            assert client.get("/health", params={"api_key": "ms_query_key"}).status_code == 200
+            listed = client.get(
+                "/v1/memory/local/ana/list",
+                params={"api_key": "ms_query_key", "limit": 1},
+                headers={"X-API-Key": "ms_query_key"},
+            )
+            assert listed.status_code == 200
+    finally:
+        out, err = _stop(proc)
+    assert "ms_query_key" not in out + err
+    assert "/health?<query omitted>" in out + err  # the request is still logged
+    assert "/v1/memory/local/ana/list?<query omitted>" in out + err
+
+
+def test_database_files_are_private_to_their_owner(tmp_path: Path) -> None:
+    from memorysync_local import embedded
+
+    previous = os.umask(0o022)  # the usual umask, under which SQLite makes files 0644
+    try:
+        path = tmp_path / "new" / "folder" / "memorysync.db"
+        with embedded(str(path)) as server:
+            names = sorted(p.name for p in path.parent.iterdir())
+            modes = {p.name: p.stat().st_mode & 0o777 for p in path.parent.iterdir()}
+            assert server.db_path == str(path)
+    finally:
+        os.umask(previous)
+    assert names == ["memorysync.db", "memorysync.db-shm", "memorysync.db-wal"]
+    assert set(modes.values()) == {0o600}, modes
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "new" / "folder").stat().st_mode & 0o777 == 0o700

@@ -43,12 +43,22 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 = free)")
     serve.add_argument(
+        "--api-key-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="read full keys from PATH, one KEY[=TENANT] a line ('#' comments and blank "
+        "lines ignored); recommended, with the environment variable "
+        f"{ENV_KEYS} (comma-separated), because neither shows in `ps` (repeatable)",
+    )
+    serve.add_argument(
         "--api-key",
         action="append",
         default=[],
         metavar="KEY[=TENANT]",
-        help=f"a full key, of tenant 'local' unless =TENANT is given (repeatable; also "
-        f"{ENV_KEYS}, comma-separated)",
+        help="a full key, of tenant 'local' unless =TENANT is given (repeatable). Visible "
+        "to every local user in `ps`: prefer --api-key-file or "
+        f"{ENV_KEYS}",
     )
     serve.add_argument(
         "--eval-key",
@@ -84,12 +94,50 @@ def _parse_keys(values: Sequence[str]) -> dict[str, str]:
     keys: dict[str, str] = {}
     for value in values:
         key, sep, tenant = value.strip().partition("=")
+        key = key.strip()
         if not key:
             raise ValueError("--api-key needs a non-empty KEY")
         if sep and not tenant.strip():
             raise ValueError("--api-key KEY=TENANT needs a non-empty TENANT")
         keys[key] = tenant.strip() if sep else DEFAULT_TENANT
     return keys
+
+
+def _read_key_file(path: str) -> list[str]:
+    """The ``KEY[=TENANT]`` lines of a key file (the error names the file, never a key)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise ValueError(f"--api-key-file {path}: cannot read it ({reason})") from None
+    entries = [line.strip() for line in lines]
+    entries = [line for line in entries if line and not line.startswith("#")]
+    if not entries:
+        raise ValueError(f"--api-key-file {path}: no key in it")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    if mode & 0o077:
+        print(
+            f"warning: {path} is readable by other users (mode {mode & 0o777:o}); chmod 600 it",
+            file=sys.stderr,
+            flush=True,
+        )
+    return entries
+
+
+class _NoQueryStrings(logging.Filter):
+    """Keeps query strings out of uvicorn's access log: a client may put a key there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            path, sep, _ = args[2].partition("?")
+            if sep:
+                record.args = (*args[:2], f"{path}?<query omitted>", *args[3:])
+        return True
 
 
 def _parse_plans(values: Sequence[str]) -> dict[str, Plan]:
@@ -108,7 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env_keys = [k for k in os.environ.get(ENV_KEYS, "").split(",") if k.strip()]
     try:
-        keys = _parse_keys([*env_keys, *args.api_key])
+        file_keys = [entry for path in args.api_key_file for entry in _read_key_file(path)]
+        keys = _parse_keys([*env_keys, *file_keys, *args.api_key])
         plans = _parse_plans(args.plan)
         generated = None
         if not keys and not args.eval_key:
@@ -139,10 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+    config = uvicorn.Config(app, lifespan="off", log_level=args.log_level)
+    # After Config: it (re)configures uvicorn's loggers.
+    logging.getLogger("uvicorn.access").addFilter(_NoQueryStrings())
     try:
-        uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level=args.log_level)).run(
-            sockets=[sock]
-        )
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
         app.state.store.close()

@@ -9,11 +9,13 @@ turn (a pool of one), which is correct from any thread or event loop.
 
 from __future__ import annotations
 
+import os
 import queue
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
@@ -127,6 +129,8 @@ class Database:
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        if not self._memory:
+            _create_private(path)
         first = self._open()
         self._migrate(first)
         self._pool.put(first)
@@ -213,6 +217,28 @@ class Database:
             conn.rollback()
             raise
         conn.commit()
+
+
+def _create_private(path: str) -> None:
+    """Create the database file 0600 (and each missing folder 0700) before SQLite does.
+
+    SQLite creates a new file with the umask's usual 0644, readable by every local
+    user, and gives the ``-wal`` and ``-shm`` files the database file's mode; so a
+    file that starts 0600 keeps all three private. An existing file is left as it is.
+    """
+    target = Path(path)
+    missing = []
+    folder = target.parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700)
+    try:
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
 
 
 def _micros_or_none(rendered: object) -> int | None:

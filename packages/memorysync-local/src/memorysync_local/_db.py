@@ -13,13 +13,15 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memorysync_local._backfill import backfill_stems
+from memorysync_local._stemming import index_text, owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_SECONDS = 30.0
 # History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
 HISTORY_ID_BASE = 1_000_000_000_000
@@ -116,7 +118,24 @@ _MIGRATIONS: dict[int, str] = {
     CREATE INDEX history_by_seq ON history (tenant_id, user_id, session_id, seq, role)
         WHERE seq IS NOT NULL;
     """,
+    # Recall by word forms (memorysync_local._stemming): each memory's derivational
+    # stems, searched by prefix, and a token of its owner so that a search reads only
+    # that user's postings. Filled for existing memories by backfill_stems (_AFTER).
+    3: """
+    CREATE VIRTUAL TABLE memories_stems USING fts5 (
+        owner, stems, tokenize='unicode61', prefix='3 4 5'
+    );
+    CREATE TRIGGER memories_stems_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_stems (rowid, owner, stems)
+        VALUES (new.id, ms_owner(new.tenant_id, new.user_id), ms_stems(new.text));
+    END;
+    CREATE TRIGGER memories_stems_ad AFTER DELETE ON memories BEGIN
+        DELETE FROM memories_stems WHERE rowid = old.id;
+    END;
+    """,
 }
+# Python steps that run after a version's statements, in the same transaction.
+_AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {3: backfill_stems}
 
 
 class Database:
@@ -149,6 +168,9 @@ class Database:
         conn.row_factory = sqlite3.Row
         # For migrations that compute a sort key from a stored timestamp.
         conn.create_function("ms_micros", 1, _micros_or_none, deterministic=True)
+        # The stems index's triggers compute each memory's stems and owner token.
+        conn.create_function("ms_stems", 1, index_text, deterministic=True)
+        conn.create_function("ms_owner", 2, owner_token, deterministic=True)
         if not self._memory:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -208,6 +230,8 @@ class Database:
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in _statements(_MIGRATIONS[version]):
                     conn.execute(statement)
+                if version in _AFTER:
+                    _AFTER[version](conn)
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
             conn.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)",

@@ -21,13 +21,7 @@ from typing import Any, Literal
 from memorysync_local._db import HISTORY_ID_BASE, Database
 from memorysync_local._extract import Extraction, Extractor, Fact
 from memorysync_local._plans import Caller
-from memorysync_local._search import (
-    HIGHLIGHT_CLOSE,
-    HIGHLIGHT_OPEN,
-    match_expression,
-    query_terms,
-    score,
-)
+from memorysync_local._recall import lexical
 from memorysync_local._timeutil import (
     REPLAY_WINDOW,
     month_key,
@@ -404,36 +398,14 @@ class Store:
     # --- reads -----------------------------------------------------------------
 
     def search(self, tenant: str, user_id: str, prompt: str, k: int) -> list[dict[str, Any]]:
-        """BM25 over the user's memories, ties broken by recency; recall items."""
-        terms = query_terms(prompt)
-        expression = match_expression(terms)
-        if expression is None:
-            return []
+        """Word-form recall over the user's memories (``_recall``), ties to the newest."""
         with self.db.connection() as conn:
-            # Rank first (cheap columns only), then read text and highlights of the few
-            # candidates: computing highlight() for every match is what costs at 100k rows.
-            ranked = conn.execute(
-                "SELECT m.id, f.rank FROM memories_fts AS f "
-                "JOIN memories AS m ON m.id = f.rowid "
-                "WHERE memories_fts MATCH ? AND m.tenant_id = ? AND m.user_id = ? "
-                "ORDER BY f.rank ASC, m.created_at DESC, m.id DESC LIMIT ?",
-                (expression, tenant, user_id, max(4 * k, _MIN_CANDIDATES)),
-            ).fetchall()
-            ranks = {int(r["id"]): float(r["rank"]) for r in ranked}
-            rows = []
-            if ranks:
-                marks = ", ".join("?" * len(ranks))
-                rows = conn.execute(
-                    "SELECT m.*, highlight(memories_fts, 0, ?, ?) AS marked FROM memories_fts "
-                    "JOIN memories AS m ON m.id = memories_fts.rowid "
-                    f"WHERE memories_fts MATCH ? AND memories_fts.rowid IN ({marks})",
-                    (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, expression, *ranks),
-                ).fetchall()
+            found = lexical(conn, tenant, user_id, prompt, max(4 * k, _MIN_CANDIDATES))
         items = []
-        for row in rows:
+        for row, value in found:
             item = memory_item(row)
             item["value"] = item["text"]
-            item["score"] = score(ranks[item["memory_id"]], str(row["marked"]), len(terms))
+            item["score"] = value
             items.append(item)
         # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
         items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)

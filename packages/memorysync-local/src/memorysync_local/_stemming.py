@@ -1,0 +1,168 @@
+"""Word forms for lexical recall: one derivational stem per word, matched by prefix.
+
+Porter (and Snowball) only undo inflection, so ``allergies`` / ``allergic``,
+``violin`` / ``violinist`` or ``Japan`` / ``Japanese`` stay apart. Here each word
+loses its derivational and inflectional endings (``allergic`` -> ``allerg``,
+``violinist`` -> ``violin``, ``swimmer`` -> ``swim``), the same way when a memory
+is indexed and when a prompt is read. A prompt's stem then matches an indexed
+stem that starts with its first five letters (``asthmatic`` -> ``asthm*`` finds
+``asthma``), or that is its first four letters (``texan`` finds ``texa`` of
+``Texas``), which covers the forms the suffix list does not know.
+
+Everything here is pure Python and deterministic: the database indexes
+``index_text(text)`` and a prompt becomes :func:`match_expression`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+
+from memorysync_local._search import _STOPWORDS as STOPWORDS
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_MAX_TERMS = 64
+# The prefix a prompt's stem must share with an indexed stem, and the shortest stem
+# that is tried as a whole word (shorter ones are too ambiguous to widen).
+PREFIX = 5
+_SHORT = 4
+_MIN_STEM = 3
+# Endings, longest first within a family; one is removed per pass, up to three
+# passes ("fishermen" -> "fisher" -> "fish"). A stem keeps at least three letters.
+_SUFFIXES = tuple(
+    [
+        "ationally",
+        "ational",
+        "ations",
+        "ation",
+        "isations",
+        "isation",
+        "izations",
+        "ization",
+        "ically",
+        "icals",
+        "ical",
+        "ologists",
+        "ologist",
+        "ology",
+        "istries",
+        "istry",
+        "ists",
+        "ist",
+        "isms",
+        "ism",
+        "ians",
+        "ian",
+        "eses",
+        "ese",
+        "nesses",
+        "ness",
+        "ments",
+        "ment",
+        "ities",
+        "ity",
+        "ics",
+        "ic",
+        "ings",
+        "ing",
+        "ers",
+        "er",
+        "ies",
+        "ied",
+        "es",
+        "ed",
+        "ly",
+        "ous",
+        "ive",
+        "able",
+        "ible",
+        "ful",
+        "less",
+        "eries",
+        "ery",
+        "ry",
+        "men",
+        "man",
+        "al",
+        "s",
+        "y",
+        "e",
+    ]
+)
+_DOUBLED = re.compile(r"([bdfgkmnprt])\1$")
+
+
+def stem(word: str) -> str:
+    """The derivational stem of one lower-case word (``allergies`` -> ``allerg``)."""
+    word = word.lower()
+    if word.endswith("'s"):
+        word = word[:-2]
+    if not word.isalpha() or len(word) <= _MIN_STEM:
+        return word
+    for _ in range(3):
+        for suffix in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+                word = word[: -len(suffix)]
+                break
+        else:
+            break
+    # "swimm" (swimmer, swimming) -> "swim"; "drumm" -> "drum".
+    if _DOUBLED.search(word) and len(word) > _MIN_STEM:
+        word = word[:-1]
+    return word
+
+
+def _content_words(text: str) -> Iterable[str]:
+    for token in _TOKEN.findall(text.lower().replace("'s", " ")):
+        if token not in STOPWORDS and not token.isdigit():
+            yield token
+
+
+def index_text(text: object) -> str:
+    """The stems of a memory's text, space-separated (what the stems index holds)."""
+    if not isinstance(text, str):
+        return ""
+    return " ".join(stem(word) for word in _content_words(text))
+
+
+def owner_token(tenant_id: object, user_id: object) -> str:
+    """One index token for a (tenant, user): a search matches only that user's rows."""
+    key = f"{tenant_id}\x00{user_id}".encode("utf-8", "surrogatepass")
+    return "o" + hashlib.blake2b(key, digest_size=10).hexdigest()
+
+
+def query_stems(prompt: str) -> list[str]:
+    """The prompt's content-word stems, in order, without repeats."""
+    stems: list[str] = []
+    for word in _content_words(prompt):
+        stemmed = stem(word)
+        if stemmed and stemmed not in stems:
+            stems.append(stemmed)
+            if len(stems) == _MAX_TERMS:
+                break
+    return stems
+
+
+def match_expression(stems: Sequence[str]) -> str | None:
+    """An FTS5 OR-query: each stem by its prefix, and short stems whole (all quoted)."""
+    parts: list[str] = []
+    for query in stems:
+        parts.append(f'"{query[:PREFIX]}"*')
+        if len(query) > _SHORT:
+            parts.append(f'"{query[:_SHORT]}"')
+    return " OR ".join(dict.fromkeys(parts)) if parts else None
+
+
+def matches(query: str, indexed: str) -> bool:
+    """Whether a prompt's stem finds an indexed stem (the rule the FTS5 query applies)."""
+    return indexed.startswith(query[:PREFIX]) or (len(query) > _SHORT and indexed == query[:_SHORT])
+
+
+def coverage(stems: Sequence[str], indexed: str) -> float:
+    """The share of the prompt's stems that a memory's indexed stems match."""
+    if not stems:
+        return 0.0
+    tokens = set(indexed.split())
+    found = sum(1 for query in stems if any(matches(query, token) for token in tokens))
+    return found / len(stems)

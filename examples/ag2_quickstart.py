@@ -88,7 +88,8 @@ def main() -> None:
             memory.add_to_agent(user)  # both sides attached: still one row per utterance
 
             result = user.initiate_chat(assistant, message=message, max_turns=1, silent=True)
-            memory.flush()
+            report = memory.flush()  # what became of the captured turns
+            assert report.all_delivered, report.reasons
             print(f"[{session_id}] ana: {message}")
             print(f"[{session_id}] assistant: {result.chat_history[-1]['content']}")
             print(f"[{session_id}] remembered now: {[m.text for m in memory.search(message)]}")

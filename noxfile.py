@@ -212,6 +212,21 @@ def ag2(session: nox.Session, framework: str) -> None:
     session.run("pytest", f"{AG2}/tests", *session.posargs)
 
 
+# ag2 1.x: 1.0.0 is the first release with the middleware hooks the seam uses.
+AG2_V1_VERSIONS = {"oldest": "ag2==1.0.0", "newest": "ag2==1.2.1"}
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("framework", [nox.param(name, id=name) for name in AG2_V1_VERSIONS])
+def ag2_v1(session: nox.Session, framework: str) -> None:
+    """ag2-memorysync's ag2 1.x middleware (test_v1_*), AG2-classic installed beside it."""
+    session.install(*TEST_TOOLS)
+    session.install("-e", CORE, "-e", LOCAL, "-e", AG2, AG2_V1_VERSIONS[framework])
+    session.install("autogen[openai]==0.14.1")  # the cross-framework test's other process
+    tests = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / AG2 / "tests").glob("test_v1_*"))
+    session.run("pytest", *tests, *session.posargs)
+
+
 # What each package's tests need beside it in ``compat`` (adapters: newest framework).
 COMPAT_STACKS = {
     "core": (TEST_TOOLS, ("-e", CORE, "-e", LOCAL)),

@@ -14,13 +14,35 @@ pytest.importorskip("ag2.middleware", reason="ag2 1.x is not installed (AG2-clas
 from ag2 import Agent, MemoryStream, tool
 from ag2.events import ToolCallEvent
 from ag2.middleware.builtin import HistoryLimiter
-from ag2.testing import TestConfig, TrackingConfig
+from ag2.testing import TestClient, TestConfig
 
 from ag2_memorysync.v1 import MemorySyncMiddleware
 from shared.fake_server import Fault
 from shared.local_server import stored_history, stored_memories
 
 MARK = "<user_memories>"
+
+
+class Recording(TestConfig):
+    """ag2's scripted model that also records each call's prompt (ag2 1.0's
+    ``TrackingConfig`` keeps no record of it); ``fail`` makes every call raise it."""
+
+    def __init__(self, *script: Any, fail: BaseException | None = None) -> None:
+        super().__init__(*script)
+        self.prompts: list[tuple[str, ...]] = []
+        self.fail = fail
+
+    def create(self) -> TestClient:
+        config = self
+
+        class Client(TestClient):
+            async def __call__(self, messages: Any, context: Any, **kwargs: Any) -> Any:
+                config.prompts.append(tuple(context.prompt))
+                if config.fail is not None:
+                    raise config.fail
+                return await super().__call__(messages, context, **kwargs)
+
+        return Client(*self.events)
 
 
 def middleware(server: Any, **kwargs: Any) -> MemorySyncMiddleware:
@@ -50,22 +72,24 @@ async def test_each_model_call_gets_the_block_once_and_history_never_holds_it(
 ):
     memory = middleware(served_local_server)
     await remember_lisbon(memory)
-    script = TestConfig(
-        call("search_memory", query="diet"), call("search_memory", query="city"), "Try Alfama."
+    script = (
+        call("search_memory", query="diet"),
+        call("search_memory", query="city"),
+        "Try Alfama.",
     )
-    tracking = TrackingConfig(script)
+    tracking = Recording(*script)
     agent = Agent(
         "assistant", "You help.", config=tracking, middleware=[memory], tools=[memory.tools()]
     )
     reply = await agent.ask("Can you recommend a vegetarian dinner place in Lisbon?")
 
     assert reply.body == "Try Alfama."
-    assert len(tracking.calls) == 3  # two tool round-trips in one turn
-    for model_call in tracking.calls:
-        blocks = [part for part in model_call.prompt if MARK in part]
-        assert len(blocks) == 1, model_call.prompt
+    assert len(tracking.prompts) == 3  # two tool round-trips in one turn
+    for prompt in tracking.prompts:
+        blocks = [part for part in prompt if MARK in part]
+        assert len(blocks) == 1, prompt
         assert "Lives in Lisbon" in blocks[0]
-        assert model_call.prompt[0] == "You help."
+        assert prompt[0] == "You help."
     history = await reply.context.stream.history.get_events()
     assert not [event for event in history if MARK in repr(event)]
     assert list(reply.context.prompt) == ["You help."]  # restored after the call
@@ -75,11 +99,11 @@ async def test_each_model_call_gets_the_block_once_and_history_never_holds_it(
 async def test_the_block_survives_a_history_limiter_listed_after_the_memory(served_local_server):
     memory = middleware(served_local_server)
     await remember_lisbon(memory)
-    tracking = TrackingConfig(TestConfig("One.", "Two."))
+    tracking = Recording("One.", "Two.")
     agent = Agent("assistant", config=tracking, middleware=[memory, HistoryLimiter(max_events=1)])
     reply = await agent.ask("Any vegetarian place in Lisbon for tonight?")
     await reply.ask("And a vegetarian lunch in Lisbon tomorrow?")
-    assert [sum(MARK in part for part in c.prompt) for c in tracking.calls] == [1, 1]
+    assert [sum(MARK in part for part in c) for c in tracking.prompts] == [1, 1]
     await memory.aclose()
 
 
@@ -138,13 +162,13 @@ async def test_the_memory_tools_save_and_search_in_the_conversations_session(
     served_local_server,
 ):
     memory = middleware(served_local_server)
-    script = TestConfig(
+    script = (
         call("save_memory", text="The user is allergic to peanuts."),
         "Saved.",
         call("search_memory", query="peanuts allergy"),
         "You are allergic to peanuts.",
     )
-    tracking = TrackingConfig(script)
+    tracking = Recording(*script)
     agent = Agent("assistant", config=tracking, middleware=[memory], tools=[memory.tools()])
     stream = MemoryStream(id="health")
     reply = await agent.ask("Please remember that I am allergic to peanuts.", stream=stream)
@@ -173,7 +197,7 @@ async def test_a_black_hole_server_costs_one_budget_and_the_loop_keeps_ticking(f
         tenant_id="fake",
         recall_timeout=0.5,
     )
-    tracking = TrackingConfig(TestConfig(call("clock"), "Still here."))
+    tracking = Recording(call("clock"), "Still here.")
     agent = Agent("assistant", config=tracking, middleware=[memory], tools=[tool(clock)])
     gaps: list[float] = []
     done = asyncio.Event()
@@ -195,7 +219,7 @@ async def test_a_black_hole_server_costs_one_budget_and_the_loop_keeps_ticking(f
     await ticker
 
     assert reply.body == "Still here."
-    assert all(MARK not in part for c in tracking.calls for part in c.prompt)
+    assert all(MARK not in part for c in tracking.prompts for part in c)
     # One recall budget for the turn (the tool round-trip reuses it); capture adds none.
     assert elapsed < 0.5 + 1.5, elapsed
     assert len(fake_server.requests_to("/v1/memory/recall")) == 1
@@ -224,7 +248,9 @@ async def test_a_failing_recall_is_logged_and_the_call_goes_on(fake_server, capl
 
 async def test_a_failed_turn_still_stores_what_the_person_said(served_local_server):
     memory = middleware(served_local_server, session_id="oops")
-    agent = Agent("assistant", config=TestConfig(RuntimeError("model down")), middleware=[memory])
+    agent = Agent(
+        "assistant", config=Recording(fail=RuntimeError("model down")), middleware=[memory]
+    )
     with pytest.raises(RuntimeError, match="model down"):
         await agent.ask("I moved to Porto last week.")
     await memory.aclose()

@@ -1,0 +1,115 @@
+"""The ag2 1.x hot path: what ``MemorySyncMiddleware`` adds to a bare recall POST.
+
+Each sample is one model call as ag2 makes it: a new per-turn middleware from the
+factory (``factory(event, context)``, as ag2 does every turn), then its ``on_llm_call``
+around a model that returns at once, so the figure is the recall, the prompt swap and
+the middleware's own work. The baseline is the same ``POST /v1/memory/recall`` on a
+bare ``httpx.AsyncClient`` (same server, same body, warm connections). Samples are
+interleaved, one of each per round.
+
+Needs ``ag2`` 1.x, which the ``bench`` session does not install; run it on its own::
+
+    python -m bench.ag2_v1 [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from ag2 import MemoryStream
+from ag2.context import ConversationContext
+from ag2.events import ModelRequest, ModelResponse, TextInput
+
+from ag2_memorysync.v1 import MemorySyncMiddleware
+
+from ._server import PROMPT, USER, BenchServer
+from ._stats import Row, Section, now, p50_p99, ratio, stat
+
+
+async def _measure(server: BenchServer, rounds: int) -> Section:
+    memory = MemorySyncMiddleware(
+        user_id=USER, session_id="bench", api_key=server.api_key, base_url=server.base_url
+    )
+    event = ModelRequest([TextInput(PROMPT)])
+    events = [event]
+    context = ConversationContext(stream=MemoryStream(), prompt=["You help."])
+    seen: list[Sequence[str]] = []
+
+    async def model(events: Sequence[Any], context: Any) -> ModelResponse:
+        seen.append(context.prompt)
+        return ModelResponse()
+
+    async def one_call() -> None:
+        await memory(event, context).on_llm_call(model, events, context)
+
+    body = server.recall_body()
+    headers = {"X-API-Key": server.api_key, "Accept": "application/json"}
+    ours: list[float] = []
+    bare: list[float] = []
+    async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as client:
+        for _ in range(20):  # warm both connections and the tenant
+            await one_call()
+            (await client.post("/v1/memory/recall", json=body)).raise_for_status()
+        assert len(seen[-1]) == 2, "the benchmark user has no memories to recall"
+        for _ in range(rounds):
+            started = now()
+            await client.post("/v1/memory/recall", json=body)
+            bare.append(now() - started)
+            started = now()
+            await one_call()
+            ours.append(now() - started)
+    await memory.aclose()
+    s_ours = stat("ag2 1.x middleware recall", ours)
+    s_bare = stat("bare AsyncClient POST", bare)
+    return Section(
+        title="ag2 1.x hot path",
+        setup=(
+            f"{rounds} interleaved rounds, warm connections; a new per-turn middleware per "
+            "call; recall returns 5 of the user's 10 memories."
+        ),
+        rows=[
+            Row(
+                "middleware recall vs bare recall POST",
+                p50_p99(s_ours),
+                p50_p99(s_bare),
+                f"{ratio(s_ours.p50, s_bare.p50)} (p50), {ratio(s_ours.p99, s_bare.p99)} (p99)",
+                "≤ 1.15× at p50",
+                s_ours.p50 / s_bare.p50 <= 1.15,
+            )
+        ],
+        stats=[s_ours, s_bare],
+    )
+
+
+def run(server: BenchServer, *, quick: bool) -> list[Section]:
+    """The ag2 1.x row."""
+    return [asyncio.run(_measure(server, 60 if quick else 400))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve, seed, measure and print the row; 1 when it misses its goal."""
+    parser = argparse.ArgumentParser(prog="python -m bench.ag2_v1", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    logging.basicConfig(level=logging.ERROR)
+    with BenchServer() as server:
+        server.seed()
+        sections = run(server, quick=args.quick)
+    for section in sections:
+        print(f"{section.title}: {section.setup}")
+        for row in section.rows:
+            verdict = "met" if row.passed else "MISSED"
+            print(f"| {row.figure} | {row.ours} | {row.baseline} | {row.ratio} | {verdict} |")
+    return 0 if all(row.passed for section in sections for row in section.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

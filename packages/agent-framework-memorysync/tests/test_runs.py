@@ -20,7 +20,8 @@ Make = Callable[..., MemorySyncContextProvider]
 
 def _transcript(server: Any, session_id: str, user: str = "alice") -> list[tuple[str, str]]:
     scope = f"agent-framework::{session_id}"
-    return [(h["role"], h["content"]) for h in stored_history(server, server.tenant_id, user, scope)]
+    stored = stored_history(server, server.tenant_id, user, scope)
+    return [(h["role"], h["content"]) for h in stored]
 
 
 async def test_a_fact_told_in_one_session_is_in_the_instructions_of_the_next(
@@ -41,7 +42,8 @@ async def test_a_fact_told_in_one_session_is_in_the_instructions_of_the_next(
     assert MARKER not in first_instructions  # nothing was known yet
     assert second_instructions.startswith(kit.INSTRUCTIONS)  # the agent's own come first
     assert second_instructions.count(MARKER) == 1
-    assert "Vegetarian" in second_instructions and "Lisbon" in second_instructions
+    assert "Vegetarian" in second_instructions
+    assert "Lisbon" in second_instructions
     messages, _ = client.requests[1]
     assert kit.texts(messages) == [("user", RELATED)]  # the block is not a message
     assert _transcript(served_local_server, first.session_id) == [
@@ -92,7 +94,8 @@ async def test_the_transcript_is_the_conversation_in_order_with_repeats_kept(
     for text in ["Hi there, I am Alice.", "Say yes please.", "Say yes please."]:
         await agent.run(text, session=session)
     report = await memory.close()
-    assert report.delivered == 6 and report.all_delivered
+    assert report.delivered == 6
+    assert report.all_delivered
     assert _transcript(local_server, session.session_id) == [
         ("user", "Hi there, I am Alice."),
         ("assistant", "Hello!"),
@@ -231,12 +234,11 @@ async def test_a_fixed_session_id_wins_and_a_run_without_session_gets_its_own(
     stored = stored_history(local_server, local_server.tenant_id, "alice")
     scopes = {h["session_id"] for h in stored} - {"agent-framework::support"}
     (scope,) = scopes  # both turns of the run in one throwaway session
-    assert scope.startswith("agent-framework::") and len(scope) > len("agent-framework::")
+    assert scope.startswith("agent-framework::")
+    assert len(scope) > len("agent-framework::")
 
 
-async def test_a_run_can_name_its_own_user(
-    local_server: Any, provider_on: Make, kit: Any
-) -> None:
+async def test_a_run_can_name_its_own_user(local_server: Any, provider_on: Make, kit: Any) -> None:
     memory = provider_on(local_server)
     await memory.memory_for(user_id="bob").save("I am vegan and live in Porto.")
     client = kit.ScriptedChatClient(["Hi Bob."])
@@ -266,6 +268,7 @@ async def test_explicit_calls_search_save_and_clear(
     outcome = await memory.save("I prefer window seats.", session=session)
     assert outcome.kept
     cleared = await memory.clear(session=session)
-    assert cleared.deleted_memory_ids and cleared.deleted_turn_ids
+    assert cleared.deleted_memory_ids
+    assert cleared.deleted_turn_ids
     assert _transcript(local_server, session.session_id) == []
     assert stored_memories(local_server, local_server.tenant_id, "alice") == []

@@ -98,7 +98,9 @@ class BenchServer:
 
     def control(self, path: str, body: object) -> None:
         """Call a control route of the server process."""
-        httpx.post(self.base_url + path, json=body, timeout=10).raise_for_status()
+        # The server checks the key before it reads any body, control routes included.
+        headers = {"X-API-Key": API_KEY}
+        httpx.post(self.base_url + path, json=body, headers=headers, timeout=10).raise_for_status()
 
     def seed(self, user_id: str = USER, facts: tuple[str, ...] = FACTS) -> None:
         """Store ``facts`` for ``user_id`` through the API."""

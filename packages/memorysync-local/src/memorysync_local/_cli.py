@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import os
 import secrets
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
 import uvicorn
 
@@ -191,12 +194,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = uvicorn.Config(app, lifespan="off", log_level=args.log_level)
     # After Config: it (re)configures uvicorn's loggers.
     logging.getLogger("uvicorn.access").addFilter(_NoQueryStrings())
+    # uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it
+    # found and raises the signal again. Ours turn that into _Stopped, so the store
+    # is closed (background extraction drained or left stored for the next start)
+    # instead of the process dying, and Ctrl-C prints no traceback.
+    previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
     try:
         uvicorn.Server(config).run(sockets=[sock])
+    except _Stopped:
+        pass
     finally:
         sock.close()
-        app.state.store.close()
+        # A second signal while closing cuts the drain short: the jobs left stay stored.
+        with contextlib.suppress(_Stopped):
+            app.state.store.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM arrived: stop serving and close cleanly."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped(signum)
 
 
 def _is_loopback(host: str) -> bool:

@@ -21,7 +21,7 @@ from memorysync_local._backfill import backfill_stems
 from memorysync_local._stemming import index_text, owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_SECONDS = 30.0
 # History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
 HISTORY_ID_BASE = 1_000_000_000_000
@@ -133,6 +133,17 @@ _MIGRATIONS: dict[int, str] = {
         DELETE FROM memories_stems WHERE rowid = old.id;
     END;
     """,
+    # Background extraction (--async-extraction) that survives a crash: each job is
+    # written in the same transaction as the turn it comes from, and deleted in the
+    # transaction that stores its facts.
+    4: """
+    CREATE TABLE extraction_jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        text TEXT NOT NULL,
+        context TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    """,
 }
 # Python steps that run after a version's statements, in the same transaction.
 _AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {3: backfill_stems}
@@ -157,6 +168,11 @@ class Database:
     @property
     def in_memory(self) -> bool:
         return self._memory
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(

@@ -14,12 +14,12 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from memorysync_local._db import HISTORY_ID_BASE, Database
 from memorysync_local._extract import Extraction, Extractor, Fact
+from memorysync_local._jobs import JobRunner
 from memorysync_local._plans import Caller
 from memorysync_local._recall import lexical
 from memorysync_local._timeutil import (
@@ -34,6 +34,8 @@ from memorysync_local._timeutil import (
 logger = logging.getLogger("memorysync_local")
 
 Meter = Literal["ok", "silent", "refused"]
+# How long close() lets background extraction drain before leaving the rest stored.
+DRAIN_SECONDS = 5.0
 # Recall re-ranks the best BM25 candidates; this many at least, whatever k is.
 _MIN_CANDIDATES = 50
 
@@ -103,22 +105,28 @@ class Store:
         self.db = Database(db_path)
         self.extractor = extractor
         self.async_extraction = async_extraction
-        self._executor: ThreadPoolExecutor | None = None
-        self._pending = 0
-        self._idle = threading.Condition()
+        self._jobs = JobRunner(self._run_next_job)
+        self._closing = threading.Lock()
+        with self.db.connection() as conn:
+            left = int(conn.execute("SELECT COUNT(*) FROM extraction_jobs").fetchone()[0])
+        if left:
+            # Turns acknowledged before the last stop (or crash) whose facts are not in.
+            logger.info("resuming %d stored extraction job(s)", left)
+            self._jobs.wake()
 
     # --- lifecycle -------------------------------------------------------------
 
-    def close(self) -> None:
-        """Finish queued extractions, then close the database. Idempotent."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-        self.db.close()
+    def close(self, drain_timeout: float = DRAIN_SECONDS) -> None:
+        """Let background extraction drain (at most ``drain_timeout`` s), then close the
+        database; jobs not done stay stored and resume at the next start. Idempotent."""
+        with self._closing:
+            if not self.db.closed:
+                self._jobs.stop(drain_timeout)
+                self.db.close()
 
     def wait_for_extraction(self, timeout: float | None = None) -> bool:
-        """Block until no background extraction is queued; False on timeout."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+        """Block until no background extraction is stored or running; False on timeout."""
+        return self._jobs.wait_idle(timeout)
 
     # --- plans -----------------------------------------------------------------
 
@@ -201,27 +209,40 @@ class Store:
             ids.append(int(cursor.lastrowid or 0))
         return ids
 
-    def _schedule(self, text: str, ctx: FactContext) -> None:
-        """Extract later on the extraction thread (``async_extraction``)."""
-        with self._idle:
-            self._pending += 1
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="memorysync-extract")
-            executor = self._executor
-        executor.submit(self._extract_later, text, ctx)
+    @staticmethod
+    def _store_job(conn: sqlite3.Connection, text: str, ctx: FactContext) -> None:
+        """Store an extraction job in the caller's transaction (``async_extraction``):
+        it commits with the turn it comes from, or not at all."""
+        conn.execute(
+            "INSERT INTO extraction_jobs (text, context, created_at) VALUES (?, ?, ?)",
+            (text, json.dumps(asdict(ctx), ensure_ascii=False), render(utc_now())),
+        )
 
-    def _extract_later(self, text: str, ctx: FactContext) -> None:
-        try:
-            extraction = self.extractor.extract(text)
-            if extraction.facts:
-                with self.db.write() as conn:
-                    self._insert_facts(conn, extraction.facts, ctx)
-        except Exception:
-            logger.exception("background extraction failed (request %s)", ctx.request_id)
-        finally:
-            with self._idle:
-                self._pending -= 1
-                self._idle.notify_all()
+    def _run_next_job(self) -> bool:
+        """Do the oldest stored job; False when there is none.
+
+        The extractor runs outside any transaction; its facts are inserted and the
+        job deleted in one, so a crash in between redoes the job and never stores
+        its facts twice.
+        """
+        with self.db.connection() as conn:
+            job = conn.execute(
+                "SELECT id, text, context FROM extraction_jobs ORDER BY id LIMIT 1"
+            ).fetchone()
+        if job is None:
+            return False
+        ctx = FactContext(**json.loads(job["context"]))
+        facts = self._extract(str(job["text"])).facts
+        with self.db.write() as conn:
+            if conn.execute("DELETE FROM extraction_jobs WHERE id = ?", (job["id"],)).rowcount:
+                # A turn deleted meanwhile (with its facts) gets none afterwards.
+                turn_gone = ctx.history_id is not None and (
+                    conn.execute("SELECT 1 FROM history WHERE id = ?", (ctx.history_id,)).fetchone()
+                    is None
+                )
+                if facts and not turn_gone:
+                    self._insert_facts(conn, facts, ctx)
+        return True
 
     def _extract(self, text: str) -> Extraction:
         try:
@@ -298,7 +319,7 @@ class Store:
         if meter == "silent":
             status = "skipped"
         if schedule:
-            self._schedule(text, ctx)
+            self._jobs.wake()
         processing = status == "distilling"
         return {
             "status": "processing" if processing else "ok",
@@ -316,6 +337,7 @@ class Store:
         if extraction.low_value:
             return "skipped_low_value", False
         if self.async_extraction:
+            self._store_job(conn, text, ctx)
             return "distilling", True
         if not extraction.facts:
             return "skipped_low_value", False
@@ -508,7 +530,7 @@ class Store:
         """Store turns verbatim (idempotently); send new user turns to extraction."""
         tenant = caller.tenant_id
         scalars = {k: v for k, v in scalar_metadata(metadata).items() if k != "session_id"}
-        scheduled: list[tuple[str, FactContext]] = []
+        scheduled = False
         request_ids: list[str] = []
         with self.db.write() as conn:
             existing = [self._find_turn(conn, tenant, user_id, session_id, t) for t in turns]
@@ -544,7 +566,8 @@ class Store:
                         )
                         request_ids.append(ctx.request_id)
                         if self.async_extraction:
-                            scheduled.append((str(row["content"]), ctx))
+                            self._store_job(conn, str(row["content"]), ctx)
+                            scheduled = True
                         else:
                             facts = self._extract(str(row["content"])).facts
                             self._insert_facts(conn, facts, ctx)
@@ -552,8 +575,8 @@ class Store:
             raise QuotaExceeded(self.retry_after())
         if meter == "silent":
             return {"items": [], "request_ids": [], "status": "skipped"}
-        for text, ctx in scheduled:
-            self._schedule(text, ctx)
+        if scheduled:
+            self._jobs.wake()
         return {"items": items, "request_ids": request_ids, "status": "ok"}
 
     @staticmethod

@@ -9,13 +9,18 @@ Run it with ``python examples/ag2_v1_quickstart.py``. The model is ag2's own scr
 ``TestConfig``, extended to keep the system prompt of each call for printing; no network
 is used.
 
-Needs: ``pip install ag2 ag2-memorysync memorysync-local``.
+Against a running server instead (``memorysync-local serve``, or the hosted service):
+``MEMORYSYNC_API_KEY=... python examples/ag2_v1_quickstart.py http://127.0.0.1:8765``.
+
+Needs: ``pip install ag2 ag2-memorysync memorysync-local`` (``memorysync-local`` only for
+the embedded server).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import tempfile
 from typing import Any
 
@@ -23,7 +28,6 @@ from ag2 import Agent, MemoryStream
 from ag2.testing import TestClient, TestConfig
 
 from ag2_memorysync.v1 import MemorySyncMiddleware
-from memorysync_local import embedded
 
 CONVERSATIONS = (
     ("monday", "I am vegetarian and I live in Lisbon.", "Noted!"),
@@ -46,37 +50,47 @@ class ScriptedModel(TestConfig):
         return Client(*self.events)
 
 
-async def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp, embedded(os.path.join(tmp, "ms.db")) as server:
-        memory = MemorySyncMiddleware(
-            user_id="ana",
-            api_key=server.api_key,
-            base_url=server.base_url,
-            transport=server.transport,
+async def converse(memory: MemorySyncMiddleware) -> None:
+    """The two conversations, then what the model received in the second one."""
+    for stream_id, message, scripted in CONVERSATIONS:
+        agent = Agent(
+            "assistant",
+            "You are a helpful assistant.",
+            config=ScriptedModel(scripted),
+            middleware=[memory],
+            tools=[memory.tools()],
         )
-        for stream_id, message, scripted in CONVERSATIONS:
-            model = ScriptedModel(scripted)
-            agent = Agent(
-                "assistant",
-                "You are a helpful assistant.",
-                config=model,
-                middleware=[memory],
-                tools=[memory.tools()],
+        reply = await agent.ask(message, stream=MemoryStream(id=stream_id))
+        report = await memory.flush()  # a real service would just carry on
+        print(f"[{stream_id}] ana: {message}")
+        print(f"[{stream_id}] assistant: {reply.body}")
+        print(f"[{stream_id}] delivered turns so far: {report.delivered}")
+        history = await reply.context.stream.history.get_events()
+        print(
+            f"[{stream_id}] memories in the agent's history: "
+            f"{sum('user_memories' in repr(event) for event in history)}"
+        )
+    print("\nThe system prompt of the model's call in conversation two:\n")
+    print("\n".join(MODEL_SAW[-1]))
+    report = await memory.aclose()
+    print(f"\nAll turns delivered: {report.all_delivered}")
+
+
+async def main() -> None:
+    if len(sys.argv) > 1:  # a running server: its URL here, its key in MEMORYSYNC_API_KEY
+        await converse(MemorySyncMiddleware(user_id="ana", base_url=sys.argv[1]))
+        return
+    from memorysync_local import embedded
+
+    with tempfile.TemporaryDirectory() as tmp, embedded(os.path.join(tmp, "ms.db")) as server:
+        await converse(
+            MemorySyncMiddleware(
+                user_id="ana",
+                api_key=server.api_key,
+                base_url=server.base_url,
+                transport=server.transport,
             )
-            reply = await agent.ask(message, stream=MemoryStream(id=stream_id))
-            report = await memory.flush()  # a real service would just carry on
-            print(f"[{stream_id}] ana: {message}")
-            print(f"[{stream_id}] assistant: {reply.body}")
-            print(f"[{stream_id}] delivered turns so far: {report.delivered}")
-            history = await reply.context.stream.history.get_events()
-            print(
-                f"[{stream_id}] memories in the agent's history: "
-                f"{sum('user_memories' in repr(event) for event in history)}"
-            )
-        print("\nThe system prompt of the model's call in conversation two:\n")
-        print("\n".join(MODEL_SAW[-1]))
-        report = await memory.aclose()
-        print(f"\nAll turns delivered: {report.all_delivered}")
+        )
 
 
 if __name__ == "__main__":

@@ -106,6 +106,7 @@ CORE = "packages/memorysync-core"
 LOCAL = "packages/memorysync-local"
 AUTOGEN = "packages/autogen-memorysync"
 AG2 = "packages/ag2-memorysync"
+AGENT_FRAMEWORK = "packages/agent-framework-memorysync"
 
 TEST_TOOLS = ("pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "respx>=0.21")
 
@@ -148,12 +149,14 @@ def typecheck(session: nox.Session) -> None:
     session.install("mypy==1.18.2", *TEST_TOOLS)
     session.install("-e", CORE, "-e", f"{LOCAL}", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
+    session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
     session.run(
         "mypy",
         "packages/memorysync-core/src/memorysync_core",
         "packages/memorysync-local/src/memorysync_local",
         "packages/autogen-memorysync/src/autogen_memorysync",
         "packages/ag2-memorysync/src/ag2_memorysync",
+        "packages/agent-framework-memorysync/src/agent_framework_memorysync",
     )
 
 
@@ -225,6 +228,37 @@ def ag2_v1(session: nox.Session, framework: str) -> None:
     session.install("autogen[openai]==0.14.1")  # the cross-framework test's other process
     tests = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / AG2 / "tests").glob("test_v1_*"))
     session.run("pytest", *tests, *session.posargs)
+
+
+# Agent Framework: 1.8 is the floor the published 1.1.0 declared (the hooks are the same
+# from 1.0.0 GA); the chat-client packages are those each core release resolves to.
+AGENT_FRAMEWORK_VERSIONS = {
+    "oldest": (
+        "agent-framework-core==1.8.0",
+        "agent-framework-openai==1.8.0",
+        "agent-framework-anthropic==1.0.0b260604",
+        "agent-framework-gemini==1.0.0a260521",
+    ),
+    "newest": (
+        "agent-framework-core==1.23.0",
+        "agent-framework-openai==1.17.0",
+        "agent-framework-anthropic==1.0.0b261022",
+        "agent-framework-gemini==1.0.0b261022",
+    ),
+}
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("framework", [nox.param(name, id=name) for name in AGENT_FRAMEWORK_VERSIONS])
+def agent_framework(session: nox.Session, framework: str) -> None:
+    """agent-framework-memorysync on the oldest and the newest supported Agent Framework."""
+    session.install(*TEST_TOOLS)
+    session.install(
+        "-e", CORE, "-e", LOCAL, "-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS[framework]
+    )
+    # The other process of the test that moves a user from AutoGen.
+    session.install("-e", AUTOGEN, "autogen-core==0.7.5")
+    session.run("pytest", f"{AGENT_FRAMEWORK}/tests", *session.posargs)
 
 
 # What each package's tests need beside it in ``compat`` (adapters: newest framework).

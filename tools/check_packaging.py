@@ -162,6 +162,40 @@ memory.close()
 print("ag2 smoke: found", texts)
 """
 
+_SMOKE_AGENT_FRAMEWORK = """
+import asyncio
+import memorysync_local
+from agent_framework import Agent, BaseChatClient, ChatResponse, Message
+from agent_framework_memorysync import MemorySyncContextProvider
+
+class Scripted(BaseChatClient):
+    seen: list = []
+
+    def _inner_get_response(self, *, messages, stream, options, **kwargs):
+        self.seen.append(str(options.get("instructions", "")))
+
+        async def reply():
+            return ChatResponse(messages=[Message("assistant", ["Noted."])])
+
+        return reply()
+
+async def main() -> None:
+    server = memorysync_local.embedded()
+    async with MemorySyncContextProvider(user_id="smoke-user", api_key=server.api_key,
+                                         base_url=server.base_url,
+                                         transport=server.transport) as memory:
+        client = Scripted()
+        agent = Agent(client, instructions="Be brief.", context_providers=[memory])
+        await agent.run("I'm allergic to peanuts.", session=agent.create_session())
+        assert (await memory.flush()).all_delivered
+        await agent.run("Is peanut butter a good snack for me?",
+                        session=agent.create_session())
+    assert "peanut" in client.seen[-1].lower(), client.seen
+    print("agent-framework smoke: instructions", client.seen[-1].splitlines()[-3:])
+
+asyncio.run(main())
+"""
+
 PACKAGES = (
     Package("memorysync-core", "memorysync-core", "memorysync_core", (), _SMOKE_CORE),
     Package("memorysync-local", "memorysync-local", "memorysync_local", (), _SMOKE_LOCAL),
@@ -178,6 +212,13 @@ PACKAGES = (
         "ag2_memorysync",
         ("autogen==0.14.1", f"memorysync-local=={VERSION}"),
         _SMOKE_AG2,
+    ),
+    Package(
+        "agent-framework-memorysync",
+        "agent-framework-memorysync",
+        "agent_framework_memorysync",
+        ("agent-framework-core==1.23.0", f"memorysync-local=={VERSION}"),
+        _SMOKE_AGENT_FRAMEWORK,
     ),
 )
 

@@ -1,0 +1,130 @@
+"""The Agent Framework hot path: what ``MemorySyncContextProvider.before_run`` adds to a POST.
+
+Each sample is one ``before_run`` as ``Agent`` calls it before the model: a fresh
+``SessionContext`` holding the run's user message, the session, and the provider's
+slice of the session state; the figure is the recall, the rendering and the
+provider's own work (placing the block in the run's instructions). The baseline is the
+same ``POST /v1/memory/recall`` on a bare ``httpx.AsyncClient`` (same server, same
+body, warm connections). Samples are interleaved, one of each per round.
+
+Needs ``agent-framework-core``, which the ``bench`` session does not install; run it
+on its own::
+
+    python -m bench.agent_framework [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # some releases announce experimental features
+    from agent_framework import Agent, AgentSession, BaseChatClient, Message, SessionContext
+
+from agent_framework_memorysync import MemorySyncContextProvider
+
+from ._server import PROMPT, USER, BenchServer
+from ._stats import Row, Section, now, p50_p99, ratio, stat
+
+
+class _NoModel(BaseChatClient[Any]):
+    """The agent's client: never called, ``before_run`` runs before any model call."""
+
+    def _inner_get_response(
+        self,
+        *,
+        messages: Sequence[Message],
+        stream: bool,
+        options: Mapping[str, Any],
+        **kwargs: Any,
+    ) -> Any:
+        raise AssertionError("the benchmark never calls the model")
+
+
+async def _measure(server: BenchServer, rounds: int) -> Section:
+    memory = MemorySyncContextProvider(
+        user_id=USER, api_key=server.api_key, base_url=server.base_url
+    )
+    agent = Agent(_NoModel(), instructions="You help.", context_providers=[memory])
+    session = AgentSession(session_id="bench")
+    state = session.state.setdefault(memory.source_id, {})
+
+    async def one_call() -> SessionContext:
+        context = SessionContext(
+            session_id=session.session_id, input_messages=[Message("user", [PROMPT])]
+        )
+        await memory.before_run(agent=agent, session=session, context=context, state=state)
+        return context
+
+    body = server.recall_body()
+    headers = {"X-API-Key": server.api_key, "Accept": "application/json"}
+    ours: list[float] = []
+    bare: list[float] = []
+    async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as client:
+        for _ in range(20):  # warm both connections and the tenant
+            context = await one_call()
+            (await client.post("/v1/memory/recall", json=body)).raise_for_status()
+        assert len(context.instructions) == 1, "the benchmark user has no memories to recall"
+        for _ in range(rounds):
+            started = now()
+            await client.post("/v1/memory/recall", json=body)
+            bare.append(now() - started)
+            started = now()
+            await one_call()
+            ours.append(now() - started)
+    await memory.close()
+    s_ours = stat("Agent Framework before_run", ours)
+    s_bare = stat("bare AsyncClient POST", bare)
+    return Section(
+        title="Agent Framework hot path",
+        setup=(
+            f"{rounds} interleaved rounds, warm connections; a fresh SessionContext per "
+            "call; recall returns 5 of the user's 10 memories."
+        ),
+        rows=[
+            Row(
+                "before_run vs bare recall POST",
+                p50_p99(s_ours),
+                p50_p99(s_bare),
+                f"{ratio(s_ours.p50, s_bare.p50)} (p50), {ratio(s_ours.p99, s_bare.p99)} (p99)",
+                "≤ 1.15× at p50",
+                s_ours.p50 / s_bare.p50 <= 1.15,
+            )
+        ],
+        stats=[s_ours, s_bare],
+    )
+
+
+def run(server: BenchServer, *, quick: bool) -> list[Section]:
+    """The Agent Framework row."""
+    return [asyncio.run(_measure(server, 60 if quick else 400))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve, seed, measure and print the row; 1 when it misses its goal."""
+    parser = argparse.ArgumentParser(prog="python -m bench.agent_framework", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    logging.basicConfig(level=logging.ERROR)
+    with BenchServer() as server:
+        server.seed()
+        sections = run(server, quick=args.quick)
+    for section in sections:
+        print(f"{section.title}: {section.setup}")
+        for row in section.rows:
+            verdict = "met" if row.passed else "MISSED"
+            print(f"| {row.figure} | {row.ours} | {row.baseline} | {row.ratio} | {verdict} |")
+    return 0 if all(row.passed for section in sections for row in section.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -39,7 +39,13 @@ def _chat_completions(messages: list[Message], options: dict[str, Any]) -> tuple
 def _responses(messages: list[Message], options: dict[str, Any]) -> tuple[str, str]:
     client = OpenAIChatClient(api_key="sk-test", model="gpt-4o-mini")
     request = asyncio.run(client._prepare_options(messages, options))
-    return str(request["instructions"]), json.dumps(request, default=str)
+    if "instructions" in request:  # agent-framework-openai 1.17
+        return str(request["instructions"]), json.dumps(request, default=str)
+    # Older releases send the instructions as the leading system item of the input.
+    head = request["input"][0]
+    assert head["role"] == "system"
+    assert all(item.get("role") != "system" for item in request["input"][1:])
+    return head["content"][0]["text"], json.dumps(request, default=str)
 
 
 def _anthropic(messages: list[Message], options: dict[str, Any]) -> tuple[str, str]:

@@ -245,8 +245,9 @@ async def test_a_run_can_name_its_own_user(local_server: Any, provider_on: Make,
     agent = kit.agent(client, memory)
     session = agent.create_session()
     question = "Can you recommend a vegan restaurant in Porto?"
-    await agent.run(question, session=session, options={"user": "bob"})
+    await agent.run(question, session=session, options={"memorysync_user_id": "bob"})
     assert "Porto" in kit.instructions(client)[0]
+    assert "memorysync_user_id" not in client.requests[0][1]  # the model client never sees it
     await memory.flush()
     assert _transcript(local_server, session.session_id, user="bob") == [
         ("user", question),
@@ -272,3 +273,20 @@ async def test_explicit_calls_search_save_and_clear(
     assert cleared.deleted_turn_ids
     assert _transcript(local_server, session.session_id) == []
     assert stored_memories(local_server, local_server.tenant_id, "alice") == []
+
+
+async def test_history_needs_its_own_provider_before_1_11(
+    local_server: Any, provider_on: Make, kit: Any
+) -> None:
+    """On 1.0 to 1.10, any context provider turns the automatic in-memory history off."""
+    from importlib.metadata import version
+
+    release = tuple(int(part) for part in version("agent-framework-core").split(".")[:2])
+    for providers, keeps in [((), release >= (1, 11)), ((InMemoryHistoryProvider(),), True)]:
+        client = kit.ScriptedChatClient(["Noted.", "Yes."])
+        agent = kit.agent(client, *providers, provider_on(local_server))
+        session = agent.create_session()
+        await agent.run(DURABLE, session=session)
+        await agent.run("Do you remember where I live?", session=session)
+        seen = [text for _, text in kit.texts(client.requests[1][0])]
+        assert (DURABLE in seen) is keeps, (providers, seen)

@@ -31,6 +31,7 @@ logger = logging.getLogger("memorysync.agent_framework")
 
 SURFACE = "agent-framework"
 _PREFIX = SURFACE + "::"
+RUN_USER_OPTION = "memorysync_user_id"
 
 
 class MemorySyncContextProvider(ContextProvider):
@@ -45,7 +46,7 @@ class MemorySyncContextProvider(ContextProvider):
     Neither hook raises into the run: a failure is logged and the run goes on.
 
     The memory's session is the framework's ``AgentSession`` id unless ``session_id``
-    is given. The user is ``user_id``, or a run's ``options={"user": ...}``.
+    is given. The user is ``user_id``, or a run's ``options={"memorysync_user_id": ...}``.
 
     Args:
         user_id: End user the memories belong to. Required, never generated.
@@ -134,7 +135,7 @@ class MemorySyncContextProvider(ContextProvider):
 
     @property
     def user_id(self) -> str:
-        """The default end user (a run's ``options["user"]`` overrides it)."""
+        """The default end user (a run's ``options["memorysync_user_id"]`` overrides it)."""
         return self._settings.user_id
 
     @property
@@ -174,10 +175,13 @@ class MemorySyncContextProvider(ContextProvider):
         )
 
     def _run_memory(self, context: SessionContext) -> UserMemory:
-        # The agent pops ``user`` from the run's options after before_run: keep it in the
-        # run's metadata so that after_run captures for the same user.
+        # A run names its user with options={"memorysync_user_id": ...} (as in 1.1.0). It
+        # is taken out of the options before the agent hands them to the chat client, and
+        # kept in the run's metadata for after_run.
         key = f"memorysync.user_id:{self.source_id}"
-        user = context.metadata.get(key) or context.options.get("user")
+        user = context.metadata.get(key)
+        if user is None and isinstance(context.options, dict):
+            user = context.options.pop(RUN_USER_OPTION, None)
         memory = self.memory_for(context.session_id, user if isinstance(user, str) else None)
         context.metadata[key] = memory.user_id
         return memory

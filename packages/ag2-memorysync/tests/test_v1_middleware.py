@@ -268,3 +268,8 @@ def test_settings_are_checked_once_and_the_key_stays_out_of_repr():
     memory = MemorySyncMiddleware(user_id="ana", api_key="ms_secret_key_value")
     assert "ms_secret" not in repr(memory)
     assert memory.session_id is None
+    agent = Agent("assistant", middleware=[memory])
+    if hasattr(agent, "middleware"):  # ag2 >= 1.2 describes an agent's middleware
+        description = agent.middleware[0].middleware.describe()
+        assert description.kind == "MemorySyncMiddleware"
+        assert "ms_secret" not in repr(description)

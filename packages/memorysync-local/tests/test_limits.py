@@ -173,3 +173,11 @@ def test_a_body_that_trickles_in_within_the_timeout_is_served(
             sock.sendall(TURN[i : i + 16])
         received = sock.recv(65536)
     assert received.startswith(b"HTTP/1.1 200"), received[:80]
+
+
+async def test_the_openapi_document_declares_the_guards_answers(
+    client: httpx.AsyncClient,
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    answers = document["paths"]["/v1/history/append"]["post"]["responses"]
+    assert {"401", "408", "413", "422"} <= set(answers)

@@ -274,6 +274,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: _answer(ErrorAnswer, "Missing or unknown API key"),
     403: _answer(ErrorAnswer, "The key does not own this tenant, or lacks the scope"),
     404: _answer(ErrorAnswer, "Not visible to the caller"),
+    408: _answer(ErrorAnswer, "The request body stopped arriving (the connection is closed)"),
     409: _answer(ErrorAnswer, "Conflicting request"),
     413: _answer(ErrorAnswer, "Body larger than the server accepts"),
     422: _answer(ErrorAnswer, "Validation error naming the field"),

@@ -10,6 +10,8 @@ from memorysync_core import (
     DeliveryQueue,
     DeliveryReport,
     MemorySyncAPI,
+    RetryPolicy,
+    ServerError,
     UserMemory,
 )
 from shared.fake_server import FakeServer, Fault
@@ -61,16 +63,26 @@ def test_one_delivery_queue_delivers_in_two_asyncio_runs(fake_server: FakeServer
 def test_turns_left_queued_when_a_loop_ends_are_delivered_once_on_the_next(
     fake_server: FakeServer,
 ) -> None:
-    # The first run ends while its delivery is still retrying: asyncio.run cancels the
-    # worker. The next loop carries on with the same turns (same keys: stored once).
+    # The first run ends while the queue waits to retry a failed delivery: asyncio.run
+    # cancels the worker. The next loop carries on with the same turns (same keys).
     fake_server.set_default(APPEND, Fault.status(503))
     memory = _memory(fake_server)
-    queue = DeliveryQueue(memory.record_turns, policy=FAST_RETRY)
+    failed = asyncio.Event()
+
+    async def deliver(turns: Sequence[CapturedTurn]) -> None:
+        try:
+            await memory.record_turns(turns)
+        except ServerError:
+            failed.set()
+            raise
+
+    slow_retry = RetryPolicy(base_delay=30.0, max_delay=30.0, jitter=0.0)
+    queue = DeliveryQueue(deliver, policy=slow_retry)
 
     async def first_run() -> DeliveryReport:
         queue.submit(memory.capture("user", "I live in Porto."))
         queue.submit(memory.capture("assistant", "Noted."))
-        await fake_server.wait_for_requests_async(2, APPEND, timeout=5)
+        await failed.wait()
         await memory.aclose()
         return queue.report()
 

@@ -272,7 +272,7 @@ from memorysync_core import AdapterSettings, SyncUserMemory
 
 def memory(user="ann"):
     settings = AdapterSettings.build(
-        surface="demo", user_id=user, session_id="s", top_k=5, recall_timeout=0.5,
+        surface="demo", user_id=user, session_id="s", top_k=5, recall_timeout=5.0,
         min_prompt_chars=1, clear_scope="session", request_timeout=5.0,
         context_template=None, min_score=None, max_context_chars=None, api_key="ms_test",
         base_url=sys.argv[1], project_id=None, tenant_id="t", transport=None,

@@ -28,9 +28,12 @@ _recall_logger = logging.getLogger("memorysync.recall")
 
 T = TypeVar("T")
 
-# The loop-side recall outlives the caller's deadline by this much at most: the caller
-# cancels it at the deadline, this only frees it if the caller is gone.
+# The loop-side recall outlives the caller's deadline by this much at most: a late
+# recall is cancelled just after the deadline, this only frees it if that never happens.
 _LOOP_GUARD = 0.5
+# Seconds between a caller returning at its deadline and the cancellation of its late
+# recall on the loop thread (see _after_recall).
+_CLEANUP_DELAY = 0.02
 
 
 @dataclass
@@ -43,19 +46,12 @@ class _LoopState:
     held: HeldTurns
     warming: asyncio.Task[None] | None = None
 
-    def report(self) -> DeliveryReport:
-        """The queue's report, held turns counted as pending."""
-        report = self.queue.report()
-        return DeliveryReport(
-            report.delivered, report.refused, report.pending + self.held.count, report.reasons
-        )
-
-    async def flush(self, timeout: float) -> DeliveryReport:
+    async def flush(self, timeout: float) -> None:
+        """Release the held turns and wait up to ``timeout`` seconds for the queue."""
         self.held.release()  # flushing means delivering now
         await self.queue.flush(timeout)
-        return self.report()
 
-    async def aclose(self, timeout: float) -> DeliveryReport:
+    async def aclose(self, timeout: float) -> None:
         """Flush for up to ``timeout`` seconds, stop the queue, release the connection."""
         self.held.release()
         await self.queue.aclose(timeout)
@@ -66,7 +62,6 @@ class _LoopState:
             await asyncio.wait({warming}, timeout=max(timeout, 0.1))
             warming.cancel()
         await self.memory.aclose()
-        return self.report()
 
 
 class _Slot:
@@ -152,6 +147,10 @@ class SyncUserMemory:
         self._closed = False
         self._close_lock = threading.Lock()
         self._final: DeliveryReport | None = None
+        # Turns captured in this process generation (a forked child starts at 0): every
+        # one is delivered, refused or pending, including those still on their way to
+        # the loop, which the queue cannot see yet.
+        self._captured = (LOOP.generation, 0)
         RECALLERS.add(self._key, self)
         track(self)
 
@@ -199,6 +198,10 @@ class SyncUserMemory:
         turn = CapturedTurn.capture(role, text, scope=self._scope, name=name)
         if not turn.text:
             return None
+        with self._close_lock:
+            generation, count = self._captured
+            current = LOOP.generation
+            self._captured = (current, count + 1 if generation == current else 1)
         # A person's words feed fact extraction: held until the reply they prompt has
         # recalled (see _holds), so that recall never finds them.
         budget = RECALLERS.budget(self._key) if role == "user" else None
@@ -228,6 +231,7 @@ class SyncUserMemory:
         """
         deadline = time.monotonic() + self._settings.recall_timeout
         ticket = _Ticket()
+        future: concurrent.futures.Future[RecallResult] | None = None
         try:
             if not self._wants_recall(prompt) or LOOP.in_loop_thread():
                 return RecallResult.EMPTY
@@ -236,30 +240,50 @@ class SyncUserMemory:
             try:
                 return future.result(timeout=max(deadline - time.monotonic(), 0.0))
             except concurrent.futures.TimeoutError:
-                future.cancel()
-                self._over_budget()
                 return RecallResult.EMPTY
         finally:
-            self._release_held(ticket)
+            self._after_recall(ticket, future)
 
     async def arecall(self, prompt: str | None) -> RecallResult:
         """:meth:`recall` for a caller inside its own event loop, which keeps running."""
         deadline = time.monotonic() + self._settings.recall_timeout
         ticket = _Ticket()
+        future: concurrent.futures.Future[RecallResult] | None = None
         try:
             if not self._wants_recall(prompt):
                 return RecallResult.EMPTY
             assert prompt is not None
             future = LOOP.submit(self._recall(prompt, ticket, deadline))
-            try:
-                return await asyncio.wait_for(
-                    asyncio.wrap_future(future), max(deadline - time.monotonic(), 0.0)
-                )
-            except asyncio.TimeoutError:
-                self._over_budget()
-                return RecallResult.EMPTY
+            waiting = asyncio.wrap_future(future)
+            # asyncio.wait, not wait_for: a late recall is cancelled by _after_recall.
+            await asyncio.wait({waiting}, timeout=max(deadline - time.monotonic(), 0.0))
+            return waiting.result() if waiting.done() else RecallResult.EMPTY
         finally:
-            self._release_held(ticket)
+            self._after_recall(ticket, future)
+
+    def _after_recall(
+        self, ticket: _Ticket, future: concurrent.futures.Future[RecallResult] | None
+    ) -> None:
+        """The recall finished, was skipped or ran out of time: let held turns go.
+
+        A late recall is logged here and cancelled a moment after its caller returned,
+        so that the loop thread does not take the interpreter lock from a caller that is
+        returning at its deadline.
+        """
+        key = self._key
+        late = future is not None and not future.done()
+        if late:
+            self._over_budget()
+
+        def cleanup() -> None:
+            if late and future is not None:
+                future.cancel()
+            _holds.release(key, ticket.mark)
+
+        if late:
+            LOOP.call_soon(lambda: asyncio.get_running_loop().call_later(_CLEANUP_DELAY, cleanup))
+        else:
+            LOOP.call_soon(cleanup)
 
     async def _recall(self, prompt: str, ticket: _Ticket, deadline: float) -> RecallResult:
         # Captures reach the loop in order, so every turn held before this point was
@@ -269,11 +293,6 @@ class SyncUserMemory:
         # must not outlive it if the caller is gone.
         timeout = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
         return await self._state().memory.recall(prompt, timeout=timeout)
-
-    def _release_held(self, ticket: _Ticket) -> None:
-        """The recall finished, was skipped or ran out of time: let held turns go."""
-        key = self._key
-        LOOP.call_soon(lambda: _holds.release(key, ticket.mark))
 
     def _over_budget(self) -> None:
         _recall_logger.warning(
@@ -324,10 +343,15 @@ class SyncUserMemory:
         """What became of the captured turns so far, without waiting."""
         if self._final is not None:
             return self._final
+        generation, captured = self._captured
         state = self._slot.state
-        if state is None or state.generation != LOOP.generation:
+        if generation != LOOP.generation:
             return DeliveryReport()
-        return state.report()
+        if state is None or state.generation != generation:
+            return DeliveryReport(pending=captured)
+        done = state.queue.report()
+        settled = done.delivered + done.refused
+        return DeliveryReport(done.delivered, done.refused, captured - settled, done.reasons)
 
     def flush(self, timeout: float = 10.0) -> DeliveryReport:
         """Deliver held turns now and wait up to ``timeout`` seconds for the queue.
@@ -349,9 +373,9 @@ class SyncUserMemory:
 
     async def _flush(self, timeout: float) -> DeliveryReport:
         state = self._slot.state
-        if state is None or state.generation != LOOP.generation:
-            return DeliveryReport()
-        return await state.flush(timeout)
+        if state is not None and state.generation == LOOP.generation:
+            await state.flush(timeout)
+        return self.report()
 
     def close(self, timeout: float = 10.0) -> DeliveryReport:
         """Flush for up to ``timeout`` seconds, then release the queue and the connection.
@@ -381,9 +405,9 @@ class SyncUserMemory:
 
     async def _aclose(self, timeout: float) -> DeliveryReport:
         state = self._slot.state
-        if state is None or state.generation != LOOP.generation:
-            return DeliveryReport()
-        report = await state.aclose(timeout)
+        if state is not None and state.generation == LOOP.generation:
+            await state.aclose(timeout)
+        report = self.report()
         self._slot.state = None
         return report
 

@@ -127,7 +127,13 @@ AUTOGEN_VERSIONS = {
 # client sends; openai 2.x+ no longer sends through httpx, which respx needs to answer.
 AUTOGEN_TEST_PINS = ("anthropic>=0.48,<1", "openai>=1.93,<2")
 # Both frameworks in one environment (cross-package tests, type check, bench, docs).
-BOTH_FRAMEWORKS = ("autogen-agentchat==0.7.5", "autogen-ext==0.7.5", "autogen[openai]==0.14.1")
+# ag2 1.x and AG2-classic install side by side (module ag2 vs module autogen).
+BOTH_FRAMEWORKS = (
+    "autogen-agentchat==0.7.5",
+    "autogen-ext==0.7.5",
+    "autogen[openai]==0.14.1",
+    "ag2==1.2.1",
+)
 AG2_VERSIONS = {
     "oldest": ("ag2[openai]==0.9.10",),
     "newest": ("autogen[openai]==0.14.1",),

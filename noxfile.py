@@ -296,6 +296,8 @@ def cross(session: nox.Session) -> None:
     session.install(*TEST_TOOLS, "schemathesis>=3.39,<4", "hypothesis==6.170.9")
     session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
+    # The Agent Framework page's snippets run here too.
+    session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
     session.run("pytest", "tests", *session.posargs)
 
 
@@ -309,7 +311,7 @@ def docs(session: nox.Session) -> None:
         "mkdocstrings[python]>=0.26,<1",
         "pymdown-extensions>=10.2,<12",
     )
-    session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2)
+    session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2, "-e", AGENT_FRAMEWORK)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")
 
 

@@ -29,9 +29,9 @@ from agent_framework import (
     FunctionInvocationLayer,
     Message,
 )
-from agent_framework_memorysync import MemorySyncContextProvider
 
 import memorysync_local
+from agent_framework_memorysync import MemorySyncContextProvider
 
 USER = "alice"
 INSTRUCTIONS = "You are a friendly travel assistant. Keep answers to one or two sentences."

@@ -15,6 +15,7 @@ PACKAGES = {
     "memorysync-local": "memorysync_local",
     "autogen-memorysync": "autogen_memorysync",
     "ag2-memorysync": "ag2_memorysync",
+    "agent-framework-memorysync": "agent_framework_memorysync",
 }
 
 

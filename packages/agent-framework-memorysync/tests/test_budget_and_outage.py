@@ -12,8 +12,8 @@ import socket
 from typing import Any
 
 import pytest
-from agent_framework_memorysync import MemorySyncContextProvider
 
+from agent_framework_memorysync import MemorySyncContextProvider
 from shared.fake_server import FakeServer, Fault
 
 BUDGET = 0.5

@@ -10,7 +10,6 @@ import textwrap
 from typing import Any
 
 from agent_framework_memorysync import MemorySyncContextProvider
-
 from shared.local_server import stored_history
 
 AUTOGEN_PROCESS = """

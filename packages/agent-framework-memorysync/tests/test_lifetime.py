@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from agent_framework_memorysync import MemorySyncContextProvider
-
 from shared.local_server import stored_history
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import Any
 
-import agent_framework_memorysync
 import pytest
 from agent_framework import ContextProvider
-from agent_framework_memorysync import MemorySyncContextProvider
 
+import agent_framework_memorysync
+from agent_framework_memorysync import MemorySyncContextProvider
 from memorysync_core import AdapterSettings
 
 KEY = "ms_test_secret_key_do_not_leak"

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_framework import AgentSession, InMemoryHistoryProvider, Message
-from agent_framework_memorysync import MemorySyncContextProvider
 
+from agent_framework_memorysync import MemorySyncContextProvider
 from shared.local_server import stored_history, stored_memories
 
 DURABLE = "I am vegetarian and I live in Lisbon."

@@ -275,8 +275,19 @@ COMPAT_STACKS = {
         TEST_TOOLS,
         ("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, *AUTOGEN_VERSIONS["newest"], *AUTOGEN_TEST_PINS),
     ),
-    "ag2": (TEST_TOOLS, ("-e", CORE, "-e", LOCAL, "-e", AG2, *AG2_VERSIONS["newest"])),
-}
+    # Both AG2 seams: the classic tests and the ag2 1.x middleware's (test_v1_*).
+    "ag2": (
+        TEST_TOOLS,
+        ("-e", CORE, "-e", LOCAL, "-e", AG2, *AG2_VERSIONS["newest"], AG2_V1_VERSIONS["newest"]),
+    ),
+    "agent_framework": (
+        TEST_TOOLS,
+        (
+            "-e", CORE, "-e", LOCAL, "-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"],
+            "-e", AUTOGEN, "autogen-core==0.7.5",
+        ),
+    ),
+}  # fmt: skip
 
 
 @nox.session(tags=["test"], python=PYTHONS)
@@ -286,7 +297,13 @@ def compat(session: nox.Session, package: str) -> None:
     tools, packages = COMPAT_STACKS[package]
     session.install(*tools)
     session.install(*packages)
-    folder = {"core": CORE, "local": LOCAL, "autogen": AUTOGEN, "ag2": AG2}[package]
+    folder = {
+        "core": CORE,
+        "local": LOCAL,
+        "autogen": AUTOGEN,
+        "ag2": AG2,
+        "agent_framework": AGENT_FRAMEWORK,
+    }[package]
     session.run("pytest", f"{folder}/tests", *session.posargs)
 
 

@@ -25,6 +25,7 @@ from . import (
     loop_health,
     many_users,
     recall_quality,
+    recall_speed,
     server_bench,
 )
 from ._report import chart, markdown
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     sections += history.run(quick=args.quick)
     print("running the recall-quality set (item 9, in-process) ...", file=sys.stderr)
     sections += recall_quality.run(quick=args.quick)
+    print("running recall at 100k memories (item 10) ...", file=sys.stderr)
+    sections += recall_speed.run(quick=args.quick)
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text(markdown(sections, elapsed=elapsed, quick=args.quick))

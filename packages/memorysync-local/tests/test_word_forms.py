@@ -22,10 +22,11 @@ from typing import Any
 import httpx
 import pytest
 
-from memorysync_local import embedded
+from memorysync_local import Fact, embedded
 from memorysync_local._backfill import PROGRESS_FROM, backfill_stems
 from memorysync_local._db import SCHEMA_VERSION, Database
 from memorysync_local._stemming import index_text, match_expression, query_stems, stem
+from memorysync_local._store import FactContext
 from shared.local_server import client_for
 
 T = "local"
@@ -235,3 +236,42 @@ def test_the_backfill_reports_to_the_given_stream() -> None:
         out = io.StringIO()
         assert backfill_stems(conn, out=out) == PROGRESS_FROM
     assert out.getvalue().endswith(f"{PROGRESS_FROM:,} / {PROGRESS_FROM:,} memories\n")
+
+
+def _insert(server: Any, user: str, facts: list[str]) -> None:
+    """Many facts at once, straight into the store (as the benchmark loads them)."""
+    ctx = FactContext(
+        tenant_id=T,
+        user_id=user,
+        source="test",
+        session_id=None,
+        metadata={},
+        origin="add",
+        request_id="req_test",
+    )
+    with server.store.db.write() as conn:
+        server.store._insert_facts(conn, [Fact(text) for text in facts], ctx)
+
+
+async def test_an_old_fact_behind_many_newer_matches_is_still_recalled(
+    make_local_server: Any,
+) -> None:
+    server = make_local_server()
+    many = 200  # more than recall reads per stem (at least 50, 4 x k)
+    _insert(server, "u1", ["Allergic to peanuts", "Plans a weekend in Porto"])
+    _insert(server, "u1", [f"Plans to visit city number {i}" for i in range(many)])
+    _insert(server, "u1", [f"Enjoys chess on weekends, game {i}" for i in range(many)])
+    async with client_for(server) as client:
+        # A rare stem: its fact is older than every common-stem match.
+        assert texts(await recall(client, "u1", "weekend plans and allergies"))[:1] == [
+            "Allergic to peanuts"
+        ]
+        # Two common stems together: older than each stem's newest matches.
+        assert texts(await recall(client, "u1", "my weekend plans"))[:1] == [
+            "Plans a weekend in Porto"
+        ]
+        # One common stem: the newest of its (equal-scoring) matches come first.
+        assert texts(await recall(client, "u1", "chess"))[:2] == [
+            f"Enjoys chess on weekends, game {many - 1}",
+            f"Enjoys chess on weekends, game {many - 2}",
+        ]

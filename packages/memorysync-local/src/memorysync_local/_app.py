@@ -92,7 +92,8 @@ def create_app(
 
 
 def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
-    def caller(x_api_key: Annotated[str | None, Header()] = None) -> Caller:
+    # The key checks are dict lookups: async, so they cost no worker-thread hop.
+    async def caller(x_api_key: Annotated[str | None, Header()] = None) -> Caller:
         if x_api_key is None or not x_api_key.strip():
             raise HTTPException(401, "missing X-API-Key header")
         found = keys.lookup(x_api_key)
@@ -100,7 +101,7 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             raise HTTPException(401, "unknown API key")
         return found
 
-    def end_user(x_end_user_id: Annotated[str | None, Header()] = None) -> str:
+    async def end_user(x_end_user_id: Annotated[str | None, Header()] = None) -> str:
         if x_end_user_id is None or not x_end_user_id.strip():
             raise HTTPException(400, "X-End-User-ID header is required on /memory routes")
         if len(x_end_user_id) > MAX_END_USER_CHARS:

@@ -144,6 +144,23 @@ def query_stems(prompt: str) -> list[str]:
     return stems
 
 
+def stem_query(query: str) -> str:
+    """The FTS5 query for one prompt stem: its prefix, or also its short form (quoted)."""
+    if len(query) > _SHORT:
+        return f'("{query[:PREFIX]}"* OR "{query[:_SHORT]}")'
+    return f'"{query[:PREFIX]}"*'
+
+
+def vocabulary_ranges(query: str) -> list[tuple[str, str]]:
+    """The ``[low, high)`` ranges of indexed terms one prompt stem matches."""
+    prefix = query[:PREFIX]
+    ranges = [(prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))]
+    if len(query) > _SHORT:
+        short = query[:_SHORT]
+        ranges.append((short, short + "\x00"))
+    return ranges
+
+
 def match_expression(stems: Sequence[str]) -> str | None:
     """An FTS5 OR-query: each stem by its prefix, and short stems whole (all quoted)."""
     parts: list[str] = []
@@ -159,10 +176,32 @@ def matches(query: str, indexed: str) -> bool:
     return indexed.startswith(query[:PREFIX]) or (len(query) > _SHORT and indexed == query[:_SHORT])
 
 
+class Matcher:
+    """:func:`matches` for a prompt's stems against many memories, by set lookups."""
+
+    def __init__(self, stems: Sequence[str]) -> None:
+        self._rules = [
+            (query[:PREFIX], query[:_SHORT] if len(query) > _SHORT else None) for query in stems
+        ]
+        self._lengths = sorted({len(prefix) for prefix, _ in self._rules})
+
+    def hits(self, indexed: str) -> list[bool]:
+        """For each prompt stem, whether the memory's indexed stems match it."""
+        tokens = set(indexed.split())
+        prefixes = {token[:length] for token in tokens for length in self._lengths}
+        return [
+            prefix in prefixes or (short is not None and short in tokens)
+            for prefix, short in self._rules
+        ]
+
+
+def matched(stems: Sequence[str], indexed: str) -> list[bool]:
+    """For each prompt stem, whether a memory's indexed stems match it."""
+    return Matcher(stems).hits(indexed)
+
+
 def coverage(stems: Sequence[str], indexed: str) -> float:
     """The share of the prompt's stems that a memory's indexed stems match."""
     if not stems:
         return 0.0
-    tokens = set(indexed.split())
-    found = sum(1 for query in stems if any(matches(query, token) for token in tokens))
-    return found / len(stems)
+    return sum(matched(stems, indexed)) / len(stems)

@@ -21,7 +21,7 @@ from memorysync_local._db import HISTORY_ID_BASE, Database
 from memorysync_local._extract import Extraction, Extractor, Fact
 from memorysync_local._jobs import JobRunner
 from memorysync_local._plans import Caller
-from memorysync_local._recall import lexical
+from memorysync_local._recall import TermStats, lexical
 from memorysync_local._timeutil import (
     REPLAY_WINDOW,
     month_key,
@@ -103,6 +103,7 @@ class Store:
         self, db_path: str, extractor: Extractor, *, async_extraction: bool = False
     ) -> None:
         self.db = Database(db_path)
+        self._term_stats = TermStats()
         self.extractor = extractor
         self.async_extraction = async_extraction
         self._jobs = JobRunner(self._run_next_job)
@@ -422,7 +423,8 @@ class Store:
     def search(self, tenant: str, user_id: str, prompt: str, k: int) -> list[dict[str, Any]]:
         """Word-form recall over the user's memories (``_recall``), ties to the newest."""
         with self.db.connection() as conn:
-            found = lexical(conn, tenant, user_id, prompt, max(4 * k, _MIN_CANDIDATES))
+            limit = max(4 * k, _MIN_CANDIDATES)
+            found = lexical(conn, tenant, user_id, prompt, limit, self._term_stats)
         items = []
         for row, value in found:
             item = memory_item(row)

@@ -13,7 +13,7 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 import autogen_memorysync
 from autogen_memorysync import MemorySyncMemory, MemorySyncMemoryConfig
-from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
+from memorysync_core import DEFAULT_CONTEXT_TEMPLATE, SETTING_DEFAULTS, AdapterSettings
 
 EVERY_SETTING: dict[str, Any] = {
     "user_id": "customer-42",
@@ -80,30 +80,46 @@ def test_missing_key_is_a_value_error_naming_the_environment_variable(
         MemorySyncMemory(user_id="alice")
 
 
-async def test_every_setting_is_a_readable_attribute(kit: Any) -> None:
+async def test_every_setting_is_readable_from_settings(kit: Any) -> None:
     memory = MemorySyncMemory(api_key=kit.API_KEY, **EVERY_SETTING)
     try:
         for name, value in EVERY_SETTING.items():
-            assert getattr(memory, name) == value, name
+            assert getattr(memory.settings, name) == value, name
+        assert memory.user_id == "customer-42"
         assert memory.scope == "autogen::support-chat"
     finally:
         await memory.close()
 
 
-async def test_defaults_match_the_documentation(kit: Any) -> None:
+async def test_defaults_are_the_cores_declared_defaults(kit: Any) -> None:
     memory = MemorySyncMemory(user_id="alice", api_key=kit.API_KEY)
     try:
-        assert (memory.session_id, memory.top_k, memory.recall_timeout) == ("default", 5, 1.2)
-        assert (memory.min_prompt_chars, memory.clear_scope, memory.transcript) == (
-            8,
-            "session",
-            True,
-        )
-        assert memory.context_template == DEFAULT_CONTEXT_TEMPLATE
-        assert memory.base_url == "https://api.memorysync.io"
-        assert (memory.min_score, memory.max_context_chars, memory.tenant_id) == (None, None, None)
+        assert memory.settings.options() == {**SETTING_DEFAULTS, "api_key": kit.API_KEY}
+        assert memory.settings.renderer.template == DEFAULT_CONTEXT_TEMPLATE
+        assert memory.session_id == "default"
     finally:
         await memory.close()
+
+
+async def test_settings_of_another_adapter_start_a_memory(kit: Any) -> None:
+    base = AdapterSettings.build(surface="ag2", user_id="alice", api_key=kit.API_KEY, top_k=2)
+    memory = MemorySyncMemory(settings=base, session_id="friday")
+    try:
+        assert (memory.user_id, memory.settings.top_k, memory.scope) == (
+            "alice",
+            2,
+            "autogen::friday",
+        )
+    finally:
+        await memory.close()
+
+
+def test_the_component_config_declares_exactly_the_cores_serializable_settings() -> None:
+    fields = set(MemorySyncMemoryConfig.model_fields)
+    assert fields == {"user_id"} | (set(SETTING_DEFAULTS) - {"api_key", "transport"})
+    for name, field in MemorySyncMemoryConfig.model_fields.items():
+        if name != "user_id":
+            assert field.default == SETTING_DEFAULTS[name], name
 
 
 async def test_component_round_trip_keeps_every_setting_but_never_the_key(
@@ -122,7 +138,7 @@ async def test_component_round_trip_keeps_every_setting_but_never_the_key(
     try:
         assert isinstance(loaded, MemorySyncMemory)
         for name, value in EVERY_SETTING.items():
-            assert getattr(loaded, name) == value, name
+            assert getattr(loaded.settings, name) == value, name
         assert loaded.block_source == memory.block_source
         assert loaded.dump_component() == dumped
     finally:
@@ -136,7 +152,8 @@ async def test_settings_from_the_environment_are_not_pinned_in_the_config(
     monkeypatch.setenv("MEMORYSYNC_BASE_URL", "http://from-env.test")
     memory = MemorySyncMemory(user_id="alice", api_key=kit.API_KEY)
     try:
-        assert memory.base_url == "http://from-env.test"
+        assert "base_url='http://from-env.test'" in repr(memory)  # used, not pinned
+        assert memory.settings.base_url is None
         assert memory.dump_component().config == {
             "user_id": "alice",
             "session_id": "default",

@@ -11,7 +11,11 @@ import memorysync_core
 from memorysync_core import errors
 
 EXPECTED = {
+    "AdapterOptions",
     "AdapterSettings",
+    "SETTING_DEFAULTS",
+    "TOOL_TEXTS",
+    "ToolTexts",
     "ClearScope",
     "check_clear_scope",
     "APIConnectionError",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorysync_core import (
-    DEFAULT_CONTEXT_TEMPLATE,
+    AdapterOptions,
     AdapterSettings,
     ClearResult,
     ClearScope,
@@ -37,7 +37,7 @@ from ._registry import Attachment, Group, group_for
 from ._roles import has_model, speaks_for_a_person
 
 if TYPE_CHECKING:
-    import httpx
+    from typing_extensions import Unpack
 
 _logger = logging.getLogger("memorysync.ag2")
 
@@ -66,23 +66,16 @@ class MemorySyncCapability:
 
     Args:
         user_id: The end user the memories belong to (required).
-        session_id: The transcript scope, stored as ``ag2::<session_id>``.
-        top_k: Memories recalled per turn.
-        recall_timeout: Hard budget in seconds for one recall, the first one included.
-        min_prompt_chars: Messages shorter than this (stripped) trigger no recall.
-        context_template: Frames the recalled memories; must contain ``{context}``.
+        settings: An ``AdapterSettings`` to start from (another adapter's, say).
         capture: ``"both"`` (default), ``"sent"`` (attached agents' own words only) or
             ``"received"`` (only what attached agents receive from others).
-        api_key: MemorySync key; defaults to ``MEMORYSYNC_API_KEY``.
-        base_url: Server URL; defaults to ``MEMORYSYNC_BASE_URL`` or the hosted service.
-        project_id: Pins a project (``X-Project-ID``); defaults to ``MEMORYSYNC_PROJECT_ID``.
-        tenant_id: Skips tenant resolution when given.
-        transport: An ``httpx.AsyncBaseTransport`` (tests, the embedded local server).
-        min_score: Drop recalled memories scoring below this.
-        max_context_chars: Cap on the recalled block's body.
-        clear_scope: What :meth:`clear` deletes by default: ``"session"`` or ``"user"``.
-        request_timeout: Per-request timeout in seconds of the explicit calls and of
-            each delivery attempt (the hot path is bounded by ``recall_timeout``).
+        **options: The settings every MemorySync adapter takes
+            (``memorysync_core.AdapterOptions``): ``session_id`` (stored as
+            ``ag2::<session_id>``), ``top_k``, ``recall_timeout``, ``min_prompt_chars``,
+            ``context_template``, ``clear_scope``, ``request_timeout`` (each explicit
+            call and delivery attempt), ``api_key``, ``base_url``, ``project_id``,
+            ``tenant_id``, ``transport``, ``min_score``, ``max_context_chars``. Read
+            them back from :attr:`settings`.
 
     Example::
 
@@ -100,28 +93,16 @@ class MemorySyncCapability:
     def __init__(
         self,
         *,
-        user_id: str,
-        session_id: str = "default",
-        top_k: int = 5,
-        recall_timeout: float = 1.2,
-        min_prompt_chars: int = 8,
-        context_template: str = DEFAULT_CONTEXT_TEMPLATE,
+        user_id: str | None = None,
+        settings: AdapterSettings | None = None,
         capture: Capture = "both",
-        api_key: str | None = None,
-        base_url: str | None = None,
-        project_id: str | None = None,
-        tenant_id: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        min_score: float | None = None,
-        max_context_chars: int | None = None,
-        clear_scope: ClearScope = "session",
-        request_timeout: float = 10.0,
+        **options: Unpack[AdapterOptions],
     ) -> None:
-        # Every argument but ``capture`` is a setting, declared and validated in the core.
-        settings = {k: v for k, v in locals().items() if k not in ("self", "capture")}
         if capture not in ("both", "sent", "received"):
             raise ValueError(f"capture must be 'both', 'sent' or 'received', got {capture!r}")
-        self._settings = AdapterSettings.build(surface=_SURFACE, **settings)
+        self._settings = AdapterSettings.build(
+            surface=_SURFACE, user_id=user_id, settings=settings, **options
+        )
         self._memory = SyncUserMemory(self._settings, recalls=self._may_recall)
         self._capture = capture
         self._agents: weakref.WeakSet[object] = weakref.WeakSet()  # attached by this one
@@ -130,6 +111,11 @@ class MemorySyncCapability:
         self._warned: set[str] = set()
 
     # ------------------------------------------------------------------ attributes
+
+    @property
+    def settings(self) -> AdapterSettings:
+        """Every setting, validated (``memorysync_core.AdapterSettings``; no key in repr)."""
+        return self._settings
 
     @property
     def user_id(self) -> str:

@@ -6,19 +6,12 @@
 import logging
 from typing import TYPE_CHECKING, Annotated, Any
 
+from memorysync_core import TOOL_TEXTS
+
 if TYPE_CHECKING:
     from ._capability import MemorySyncCapability
 
 _logger = logging.getLogger("memorysync.ag2")
-
-SEARCH_DESCRIPTION = (
-    "Search what is remembered about the user (preferences, facts they shared before). "
-    "Returns one remembered fact per line."
-)
-SAVE_DESCRIPTION = (
-    "Remember a durable fact about the user for future conversations. The memory "
-    "service decides whether the fact is worth keeping."
-)
 
 
 def register_memory_tools(
@@ -54,27 +47,28 @@ def register_memory_tools(
     def search_memory(query: Annotated[str, "What to look up about the user"]) -> str:
         if not isinstance(query, str) or not query.strip():
             _logger.warning("search_memory tool called without a query")
-            return "Nothing was searched: the query was empty; pass what to look up."
+            return TOOL_TEXTS.empty_query
         try:
             found = memory.search(query)
         except Exception as exc:  # the model gets a sentence, never a traceback
             _logger.warning("search_memory tool failed: %s", type(exc).__name__)
-            return f"Memory search is unavailable right now ({type(exc).__name__})."
-        if not found:
-            return "Nothing relevant is remembered about the user."
-        return "\n".join(f"- {item.text}" for item in found)
+            return TOOL_TEXTS.search_failed(exc)
+        return TOOL_TEXTS.found(item.text for item in found)
 
     def save_memory(text: Annotated[str, "The fact about the user to remember"]) -> str:
         if not isinstance(text, str) or not text.strip():
             _logger.warning("save_memory tool called without a fact")
-            return "Nothing was saved: the fact was empty; pass the sentence to remember."
+            return TOOL_TEXTS.empty_fact
         try:
             return memory.save(text).describe()
         except Exception as exc:  # the model gets a sentence, never a traceback
             _logger.warning("save_memory tool failed: %s", type(exc).__name__)
-            return f"The fact could not be saved right now ({type(exc).__name__})."
+            return TOOL_TEXTS.save_failed(exc)
 
-    tools = ((search_memory, SEARCH_DESCRIPTION), (save_memory, SAVE_DESCRIPTION))
+    tools = (
+        (search_memory, TOOL_TEXTS.search_description),
+        (save_memory, TOOL_TEXTS.save_description),
+    )
     for function, description in tools:
         name = function.__name__
         register_for_llm(name=name, description=description)(function)

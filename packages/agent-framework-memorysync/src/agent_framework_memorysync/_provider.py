@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import httpx
 from agent_framework import AgentSession, ContextProvider, SessionContext
+from typing_extensions import Unpack
 
 from memorysync_core import (
+    AdapterOptions,
     AdapterSettings,
     CapturedTurn,
     ClearResult,
@@ -50,21 +51,16 @@ class MemorySyncContextProvider(ContextProvider):
 
     Args:
         user_id: End user the memories belong to. Required, never generated.
-        session_id: A fixed session for every run (default: the ``AgentSession``'s id).
+        settings: An ``AdapterSettings`` to start from (another adapter's, say).
         source_id: The provider's id in the agent (attribution, ``session.state`` key).
-        top_k: Memories considered per run (``>= 1``).
-        recall_timeout: Hard budget in seconds for the whole recall.
-        min_prompt_chars: Queries shorter than this (stripped) are not recalled for.
-        context_template: Block template with a ``{context}`` placeholder (None: built-in).
-        clear_scope: What :meth:`clear` deletes by default: ``"session"`` or ``"user"``.
-        request_timeout: Per-request timeout in seconds of the explicit calls.
-        api_key: The key, else ``MEMORYSYNC_API_KEY``. Never stored in session state.
-        base_url: Server URL, else ``MEMORYSYNC_BASE_URL``, else the hosted service.
-        project_id: Project sent as ``X-Project-ID``, else ``MEMORYSYNC_PROJECT_ID``.
-        tenant_id: Explicit tenant; skips tenant resolution.
-        transport: An ``httpx`` transport (tests, in-process servers).
-        min_score: Drop recalled memories scoring below this.
-        max_context_chars: Cap on the block's body.
+        **options: The settings every MemorySync adapter takes
+            (``memorysync_core.AdapterOptions``): ``top_k``, ``recall_timeout``,
+            ``min_prompt_chars``, ``context_template``, ``clear_scope``,
+            ``request_timeout``, ``api_key`` (never stored in session state),
+            ``base_url``, ``project_id``, ``tenant_id``, ``transport``, ``min_score``,
+            ``max_context_chars``. ``session_id`` here pins one session for every run;
+            without it the memory follows the framework's ``AgentSession`` id. Read them
+            back from :attr:`settings`.
 
     Example::
 
@@ -84,43 +80,21 @@ class MemorySyncContextProvider(ContextProvider):
     def __init__(
         self,
         *,
-        user_id: str,
-        session_id: str | None = None,
+        user_id: str | None = None,
+        settings: AdapterSettings | None = None,
         source_id: str = DEFAULT_SOURCE_ID,
-        top_k: int = 5,
-        recall_timeout: float = 1.2,
-        min_prompt_chars: int = 8,
-        context_template: str | None = None,
-        clear_scope: ClearScope = "session",
-        request_timeout: float = 10.0,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        project_id: str | None = None,
-        tenant_id: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        min_score: float | None = None,
-        max_context_chars: int | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> None:
         if not isinstance(source_id, str) or not source_id.strip():
             raise ValueError(f"source_id must be a non-empty string, got {source_id!r}")
         super().__init__(source_id)
+        session_id = options.get("session_id")  # None: follow the framework's session
+        options["session_id"] = "default" if session_id is None else session_id
         self._settings = AdapterSettings.build(
             surface=SURFACE,
             user_id=user_id,
-            session_id="default" if session_id is None else session_id,
-            top_k=top_k,
-            recall_timeout=recall_timeout,
-            min_prompt_chars=min_prompt_chars,
-            clear_scope=clear_scope,
-            request_timeout=request_timeout,
-            context_template=context_template,
-            min_score=min_score,
-            max_context_chars=max_context_chars,
-            api_key=api_key,
-            base_url=base_url,
-            project_id=project_id,
-            tenant_id=tenant_id,
-            transport=transport,
+            settings=settings,
+            **options,
         )
         self._memory = self._settings.open()  # validates the user, session and key
         self._fixed_session = session_id
@@ -201,7 +175,7 @@ class MemorySyncContextProvider(ContextProvider):
             # JSON-native on purpose: the framework's session stores serialize it.
             state.update(user_id=memory.user_id, scope=memory.scope)
             query = latest_user_text(context.input_messages)
-            if query is None or len(query.strip()) < self._settings.min_prompt_chars:
+            if not self._settings.wants_recall(query):
                 return
             recalled = await memory.recall(query)
             if recalled.block:

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from agent_framework import FunctionTool
 
+from memorysync_core import TOOL_TEXTS
+
 if TYPE_CHECKING:
     from ._provider import MemorySyncContextProvider
 
@@ -30,8 +32,7 @@ def create_memory_tools(provider: MemorySyncContextProvider) -> list[FunctionToo
         k: Annotated[int, "How many memories at most."] = 5,
     ) -> str:
         memories = await provider.search(query, k=k)
-        lines = [f"- {memory.text}" for memory in memories]
-        return "\n".join(lines) if lines else "No stored memory matches."
+        return TOOL_TEXTS.found(memory.text for memory in memories)
 
     async def save_memory(text: Annotated[str, "The fact, in one sentence."]) -> str:
         outcome = await provider.save(text)
@@ -40,19 +41,12 @@ def create_memory_tools(provider: MemorySyncContextProvider) -> list[FunctionToo
     return [
         FunctionTool(
             name="search_memory",
-            description=(
-                "Search the long-term memory about the current user (preferences, facts "
-                "they shared in earlier conversations). Returns one memory per line."
-            ),
+            description=TOOL_TEXTS.search_description,
             func=search_memory,
         ),
         FunctionTool(
             name="save_memory",
-            description=(
-                "Store a durable fact about the current user for future conversations. "
-                "The memory service decides whether the text is worth keeping and the "
-                "result says what was kept."
-            ),
+            description=TOOL_TEXTS.save_description,
             func=save_memory,
         ),
     ]

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
-import httpx
 from autogen_core import CancellationToken, Component
 from autogen_core.memory import (
     Memory,
@@ -20,13 +19,12 @@ from autogen_core.memory import (
 )
 from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import LLMMessage
-from typing_extensions import Self
+from typing_extensions import Self, Unpack
 
 from memorysync_core import (
-    DEFAULT_CONTEXT_TEMPLATE,
+    AdapterOptions,
     AdapterSettings,
     ClearResult,
-    ClearScope,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
@@ -63,24 +61,16 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
 
     Args:
         user_id: End user the memories belong to. Required, never generated.
-        session_id: This conversation; its transcript scope is ``autogen::<session_id>``.
-        top_k: Memories considered per turn (``>= 1``).
-        recall_timeout: Hard budget in seconds for the whole recall, first call included.
-        min_prompt_chars: Prompts shorter than this (stripped) are not recalled for.
-        context_template: Block template with a ``{context}`` placeholder (None: built-in).
-        clear_scope: What :meth:`clear` deletes: ``"session"`` (this session's facts and
-            transcript) or ``"user"`` (every memory of the user, explicit opt-in).
-        request_timeout: Per-request timeout in seconds of the explicit calls (each
-            retry gets its own); the hot path is bounded by ``recall_timeout`` alone.
-        api_key: The key, else ``MEMORYSYNC_API_KEY``. Never serialized or shown.
-        base_url: Server URL, else ``MEMORYSYNC_BASE_URL``, else the hosted service.
-        project_id: Project sent as ``X-Project-ID``, else ``MEMORYSYNC_PROJECT_ID``.
-        tenant_id: Explicit tenant; skips tenant resolution.
-        transport: An ``httpx`` transport (tests, in-process servers). Never serialized.
-        min_score: Drop recalled memories scoring below this.
-        max_context_chars: Cap on the block's body (lowest-scoring memories go first).
-        transcript: ``add_turn_pair`` stores both turns in the session transcript (True)
-            or sends only the user turn to fact extraction (False).
+        settings: An ``AdapterSettings`` to start from (another adapter's, say).
+        **options: The settings every MemorySync adapter takes
+            (``memorysync_core.AdapterOptions``): ``session_id`` (transcript scope
+            ``autogen::<session_id>``), ``top_k``, ``recall_timeout``,
+            ``min_prompt_chars``, ``context_template``, ``clear_scope``,
+            ``request_timeout``, ``api_key`` (never serialized or shown), ``base_url``,
+            ``project_id``, ``tenant_id``, ``transport``, ``min_score``,
+            ``max_context_chars`` and ``transcript`` (``add_turn_pair`` stores both turns
+            in the session transcript, or sends only the user turn to fact extraction).
+            Read them back from :attr:`settings`.
 
     Example::
 
@@ -100,59 +90,34 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
     def __init__(
         self,
         *,
-        user_id: str,
-        session_id: str = "default",
-        top_k: int = 5,
-        recall_timeout: float = 1.2,
-        min_prompt_chars: int = 8,
-        context_template: str | None = None,
-        clear_scope: ClearScope = "session",
-        request_timeout: float = 10.0,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        project_id: str | None = None,
-        tenant_id: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        min_score: float | None = None,
-        max_context_chars: int | None = None,
-        transcript: bool = True,
+        user_id: str | None = None,
+        settings: AdapterSettings | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> None:
-        if not isinstance(transcript, bool):
-            raise ValueError(f"transcript must be True or False, got {transcript!r}")
-        settings = AdapterSettings.build(
-            surface=SURFACE,
-            user_id=user_id,
-            session_id=session_id,
-            top_k=top_k,
-            recall_timeout=recall_timeout,
-            min_prompt_chars=min_prompt_chars,
-            clear_scope=clear_scope,
-            request_timeout=request_timeout,
-            context_template=context_template,
-            min_score=min_score,
-            max_context_chars=max_context_chars,
-            api_key=api_key,
-            base_url=base_url,
-            project_id=project_id,
-            tenant_id=tenant_id,
-            transport=transport,
+        self._settings = AdapterSettings.build(
+            surface=SURFACE, user_id=user_id, settings=settings, **options
         )
-        self._memory = settings.open()
+        self._memory = self._settings.open()
         api = self._memory.api
-        renderer = settings.renderer
-        self._renderer = renderer
-        self._settings = settings
-        self._explicit_base_url = base_url
-        self._explicit_project_id = project_id
-        self._transcript = transcript
         identity = "\x00".join(
-            (api.base_url, api.project_id or "", tenant_id or "", user_id, session_id)
+            (
+                api.base_url,
+                api.project_id or "",
+                self._settings.tenant_id or "",
+                self._settings.user_id,
+                self._settings.session_id,
+            )
         )
         self._block_source = block_source(identity)
         # Each context's block as last placed (weakly: a context that goes away is forgotten).
         self._placed: WeakKeyDictionary[ChatCompletionContext, LLMMessage] = WeakKeyDictionary()
 
     # -- readable settings -------------------------------------------------------------
+
+    @property
+    def settings(self) -> AdapterSettings:
+        """Every setting, validated (``memorysync_core.AdapterSettings``; no key in repr)."""
+        return self._settings
 
     @property
     def user_id(self) -> str:
@@ -170,66 +135,6 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         return self._memory.scope
 
     @property
-    def top_k(self) -> int:
-        """Memories considered per turn."""
-        return self._memory.top_k
-
-    @property
-    def recall_timeout(self) -> float:
-        """Hard recall budget in seconds."""
-        return self._memory.recall_timeout
-
-    @property
-    def request_timeout(self) -> float:
-        """Per-request timeout of the explicit calls, in seconds."""
-        return self._settings.request_timeout
-
-    @property
-    def min_prompt_chars(self) -> int:
-        """Prompts shorter than this are not recalled for."""
-        return self._settings.min_prompt_chars
-
-    @property
-    def context_template(self) -> str:
-        """The block template (the built-in one unless a template was given)."""
-        return self._renderer.template
-
-    @property
-    def clear_scope(self) -> ClearScope:
-        """What :meth:`clear` deletes: ``"session"`` or ``"user"``."""
-        return self._settings.clear_scope
-
-    @property
-    def base_url(self) -> str:
-        """The server URL in use."""
-        return self._memory.api.base_url
-
-    @property
-    def project_id(self) -> str | None:
-        """The pinned project, if any."""
-        return self._memory.api.project_id
-
-    @property
-    def tenant_id(self) -> str | None:
-        """The explicit tenant, if one was given."""
-        return self._settings.tenant_id
-
-    @property
-    def min_score(self) -> float | None:
-        """Recalled memories scoring below this are dropped."""
-        return self._renderer.min_score
-
-    @property
-    def max_context_chars(self) -> int | None:
-        """Cap on the block's body."""
-        return self._renderer.max_context_chars
-
-    @property
-    def transcript(self) -> bool:
-        """Whether :meth:`add_turn_pair` stores both turns in the session transcript."""
-        return self._transcript
-
-    @property
     def block_source(self) -> str:
         """The ``source`` of this memory's block in a model context."""
         return self._block_source
@@ -237,7 +142,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(user_id={self.user_id!r}, session_id={self.session_id!r}, "
-            f"base_url={self.base_url!r})"
+            f"base_url={self._memory.api.base_url!r})"
         )
 
     # -- the hot path ------------------------------------------------------------------
@@ -263,7 +168,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
                 return _update_result(())
         query = find_query(messages)
         recalled = RecallResult.EMPTY
-        if query is not None and len(query[1]) >= self._settings.min_prompt_chars:
+        if query is not None and self._settings.wants_recall(query[1]):
             recalled = await self._memory.recall(query[1])
         try:
             if state is None:
@@ -373,12 +278,13 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
                 "assistant_text must be a string (the reply's text), got "
                 f"{type(assistant_text).__name__}"
             )
-        if not self._transcript:
-            return await self._memory.add_user_turn(user_text, metadata=metadata, turn_id=turn_id)
-        turns = [self._memory.capture("user", user_text, turn_id=turn_id)]
-        if assistant_text.strip():
-            turns.append(self._memory.capture("assistant", assistant_text, turn_id=turn_id))
-        return await self._memory.record_turns(turns, extract=True, metadata=metadata)
+        return await self._memory.record_exchange(
+            user_text,
+            assistant_text,
+            transcript=self._settings.transcript,
+            turn_id=turn_id,
+            metadata=metadata,
+        )
 
     async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
         """Store a fact through the server's extraction (``/memory/add``).
@@ -404,7 +310,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
         """
         k = kwargs.pop("k", None)
         limit = kwargs.pop("limit", None)
-        min_score = kwargs.pop("min_score", self.min_score)
+        min_score = kwargs.pop("min_score", self._settings.min_score)
         if kwargs:
             raise TypeError(f"query() got unexpected keyword arguments: {sorted(kwargs)}")
         if k is not None and limit is not None and k != limit:
@@ -443,23 +349,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
     # -- component config ---------------------------------------------------------------
 
     def _to_config(self) -> MemorySyncMemoryConfig:
-        template = self._renderer.template
-        return MemorySyncMemoryConfig(
-            user_id=self.user_id,
-            session_id=self.session_id,
-            top_k=self._memory.top_k,
-            recall_timeout=self._memory.recall_timeout,
-            min_prompt_chars=self._settings.min_prompt_chars,
-            context_template=None if template == DEFAULT_CONTEXT_TEMPLATE else template,
-            clear_scope=self._settings.clear_scope,
-            request_timeout=self._settings.request_timeout,
-            base_url=self._explicit_base_url,
-            project_id=self._explicit_project_id,
-            tenant_id=self._settings.tenant_id,
-            min_score=self.min_score,
-            max_context_chars=self.max_context_chars,
-            transcript=self._transcript,
-        )
+        return MemorySyncMemoryConfig(user_id=self.user_id, **self._settings.serializable())
 
     @classmethod
     def _from_config(cls, config: MemorySyncMemoryConfig) -> Self:

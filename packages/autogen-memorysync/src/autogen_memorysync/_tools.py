@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from autogen_core.tools import FunctionTool
 
+from memorysync_core import TOOL_TEXTS
+
 if TYPE_CHECKING:
     from ._memory import MemorySyncMemory
 
@@ -31,8 +33,7 @@ def create_memory_tools(memory: MemorySyncMemory) -> list[FunctionTool]:
     async def search_memory(query: str, k: int = 5) -> str:
         """Search what is known about the user; returns one memory per line."""
         result = await memory.query(query, k=k)
-        lines = [f"- {item.content}" for item in result.results if isinstance(item.content, str)]
-        return "\n".join(lines) if lines else "No stored memory matches."
+        return TOOL_TEXTS.found(str(item.content) for item in result.results)
 
     async def save_memory(text: str) -> str:
         """Ask to remember a durable fact about the user; says what was kept."""
@@ -43,18 +44,11 @@ def create_memory_tools(memory: MemorySyncMemory) -> list[FunctionTool]:
         FunctionTool(
             search_memory,
             name="search_memory",
-            description=(
-                "Search the long-term memory about the current user (preferences, facts "
-                "they shared in earlier conversations). Returns one memory per line."
-            ),
+            description=TOOL_TEXTS.search_description,
         ),
         FunctionTool(
             save_memory,
             name="save_memory",
-            description=(
-                "Store a durable fact about the current user for future conversations. "
-                "The memory service decides whether the text is worth keeping and the "
-                "result says what was kept."
-            ),
+            description=TOOL_TEXTS.save_description,
         ),
     ]

@@ -25,7 +25,13 @@ Example::
 from __future__ import annotations
 
 from . import errors
-from ._adapter import AdapterSettings, ClearScope, check_clear_scope
+from ._adapter import (
+    SETTING_DEFAULTS,
+    AdapterOptions,
+    AdapterSettings,
+    ClearScope,
+    check_clear_scope,
+)
 from ._client import MemorySyncAPI
 from ._delivery import DeliveryQueue, DeliveryReport
 from ._errors import (
@@ -52,6 +58,7 @@ from ._seeds import (
     user_turn_seed,
 )
 from ._sync import SyncUserMemory
+from ._tool_texts import TOOL_TEXTS, ToolTexts
 from ._turns import CapturedTurn
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._version import __version__
@@ -59,9 +66,12 @@ from ._version import __version__
 __all__ = [
     "DEFAULT_CONTEXT_TEMPLATE",
     "MAX_TEXT_CHARS",
+    "SETTING_DEFAULTS",
+    "TOOL_TEXTS",
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
+    "AdapterOptions",
     "AdapterSettings",
     "AuthError",
     "CapturedTurn",
@@ -81,6 +91,7 @@ __all__ = [
     "SaveOutcome",
     "ServerError",
     "SyncUserMemory",
+    "ToolTexts",
     "UserMemory",
     "ValidationError",
     "__version__",

@@ -1,16 +1,18 @@
-"""Settings both framework adapters accept, validated and turned into a UserMemory once.
+"""The one settings surface every framework adapter accepts, declared once here.
 
-The AutoGen memory and the AG2 capability take the same recall, rendering and
-connection parameters; this module checks them (``ValueError`` naming the parameter)
-and builds the client and the per-user façade, so the two adapters cannot drift apart.
-Public so that a third adapter can reuse it; applications never need it.
+Each adapter takes ``user_id``, an optional ``settings=`` (an :class:`AdapterSettings`
+to start from) and keyword arguments typed by :class:`AdapterOptions`; this module fills
+the defaults, checks the values (``ValueError`` naming the parameter, ``TypeError`` for
+an unknown name) and builds the client and the per-user façade, so the adapters cannot
+drift apart. It also holds the prompt gate every adapter applies before a recall.
+Public so that another adapter can reuse it; applications pass keyword arguments.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeGuard
 
 from ._client import MemorySyncAPI
 from ._render import DEFAULT_CONTEXT_TEMPLATE, ContextRenderer
@@ -18,6 +20,7 @@ from ._user_memory import UserMemory
 
 if TYPE_CHECKING:
     import httpx
+    from typing_extensions import Unpack
 
 ClearScope = Literal["session", "user"]
 CLEAR_SCOPES: tuple[ClearScope, ...] = ("session", "user")
@@ -49,12 +52,75 @@ def check_request_timeout(value: object) -> float:
     return float(value)
 
 
+class AdapterOptions(TypedDict, total=False):
+    """Every adapter setting besides ``user_id``; the defaults are in ``SETTING_DEFAULTS``.
+
+    ``session_id``: the conversation (transcript scope ``<surface>::<session_id>``).
+    ``top_k``: memories per recall. ``recall_timeout``: the hard recall budget in
+    seconds, tenant lookup included. ``min_prompt_chars``: prompts shorter than this
+    (stripped) are not recalled for. ``context_template``: the block's template with a
+    ``{context}`` placeholder (None: the built-in one). ``clear_scope``: what ``clear()``
+    deletes, ``"session"`` or ``"user"``. ``request_timeout``: each attempt of an
+    explicit call or a delivery, in seconds. ``api_key`` (else ``MEMORYSYNC_API_KEY``;
+    never shown or serialized), ``base_url`` (else ``MEMORYSYNC_BASE_URL``),
+    ``project_id`` (else ``MEMORYSYNC_PROJECT_ID``), ``tenant_id`` (skips tenant
+    resolution), ``transport`` (an ``httpx`` transport: tests, the embedded server).
+    ``min_score`` and ``max_context_chars``: client-side filters on the block.
+    ``transcript``: an exchange goes to the session transcript (True) or only the
+    user's turn to fact extraction (False).
+    """
+
+    session_id: str
+    top_k: int
+    recall_timeout: float
+    min_prompt_chars: int
+    context_template: str | None
+    clear_scope: ClearScope
+    request_timeout: float
+    api_key: str | None
+    base_url: str | None
+    project_id: str | None
+    tenant_id: str | None
+    transport: httpx.AsyncBaseTransport | None
+    min_score: float | None
+    max_context_chars: int | None
+    transcript: bool
+
+
+SETTING_DEFAULTS: dict[str, Any] = {
+    "session_id": "default",
+    "top_k": 5,
+    "recall_timeout": 1.2,
+    "min_prompt_chars": 8,
+    "context_template": None,
+    "clear_scope": "session",
+    "request_timeout": 10.0,
+    "api_key": None,
+    "base_url": None,
+    "project_id": None,
+    "tenant_id": None,
+    "transport": None,
+    "min_score": None,
+    "max_context_chars": None,
+    "transcript": True,
+}
+# Live or secret: never written into a serialized configuration.
+NOT_SERIALIZED = frozenset({"api_key", "transport"})
+
+
 @dataclass(frozen=True)
 class AdapterSettings:
-    """One adapter instance's connection and recall settings (the key kept out of repr).
+    """One adapter instance's validated settings (the key kept out of repr).
 
-    :meth:`open` builds a fresh client and :class:`UserMemory` from them; the AG2
-    adapter calls it again after a ``fork``.
+    Read any setting as an attribute (``settings.top_k``); ``renderer`` is the block
+    renderer made from ``context_template``, ``min_score`` and ``max_context_chars``.
+    :meth:`open` builds a fresh client and :class:`UserMemory` from them (the sync face
+    calls it again after a ``fork``).
+
+    Example::
+
+        settings = AdapterSettings.build(surface="myframework", user_id="alice", top_k=3)
+        memory = settings.open()
     """
 
     surface: str
@@ -63,69 +129,80 @@ class AdapterSettings:
     top_k: int
     recall_timeout: float
     min_prompt_chars: int
+    context_template: str | None
     clear_scope: ClearScope
     request_timeout: float
-    renderer: ContextRenderer
     api_key: str | None
     base_url: str | None
     project_id: str | None
     tenant_id: str | None
     transport: httpx.AsyncBaseTransport | None
+    min_score: float | None
+    max_context_chars: int | None
+    transcript: bool
+    renderer: ContextRenderer
 
     @classmethod
     def build(
         cls,
         *,
         surface: str,
-        user_id: str,
-        session_id: str,
-        top_k: int,
-        recall_timeout: float,
-        min_prompt_chars: int,
-        clear_scope: ClearScope,
-        request_timeout: float,
-        context_template: str | None,
-        min_score: float | None,
-        max_context_chars: int | None,
-        api_key: str | None,
-        base_url: str | None,
-        project_id: str | None,
-        tenant_id: str | None,
-        transport: httpx.AsyncBaseTransport | None,
+        user_id: str | None = None,
+        settings: AdapterSettings | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> AdapterSettings:
-        """Validate the settings (``context_template=None``: the built-in template).
+        """Validate the settings: the defaults, then ``settings``, then ``options``.
 
-        Raises ValueError naming the parameter; ``user_id``, ``session_id``, ``top_k``
-        and ``recall_timeout`` are checked by :meth:`open` (through ``UserMemory``).
+        ``user_id`` may come from ``settings``. Raises ``TypeError`` for an unknown
+        option name and ``ValueError`` naming the parameter for a bad value;
+        ``user_id``, ``session_id``, ``top_k`` and ``recall_timeout`` are checked by
+        :meth:`open` (through ``UserMemory``).
         """
-        if context_template is not None and not isinstance(context_template, str):
+        unknown = sorted(set(options) - set(SETTING_DEFAULTS))
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(unknown)}")
+        if settings is not None and not isinstance(settings, AdapterSettings):
+            raise TypeError(f"settings must be an AdapterSettings, got {type(settings).__name__}")
+        values: dict[str, Any] = dict(SETTING_DEFAULTS)
+        if settings is not None:
+            values.update(settings.options())
+            user_id = settings.user_id if user_id is None else user_id
+        values.update(options)
+        if user_id is None:
+            raise ValueError("user_id is required: the end user the memories belong to")
+        template = values["context_template"]
+        if template is not None and not isinstance(template, str):
             raise ValueError(
                 f"context_template must be a string containing '{{context}}', "
-                f"got {type(context_template).__name__}"
+                f"got {type(template).__name__}"
             )
+        tenant_id = values["tenant_id"]
         if tenant_id is not None and (not isinstance(tenant_id, str) or not tenant_id.strip()):
             raise ValueError(f"tenant_id must be a non-empty string or None, got {tenant_id!r}")
+        if not isinstance(values["transcript"], bool):
+            raise ValueError(f"transcript must be True or False, got {values['transcript']!r}")
         renderer = ContextRenderer(
-            template=DEFAULT_CONTEXT_TEMPLATE if context_template is None else context_template,
-            min_score=min_score,
-            max_context_chars=max_context_chars,
+            template=DEFAULT_CONTEXT_TEMPLATE if template is None else template,
+            min_score=values["min_score"],
+            max_context_chars=values["max_context_chars"],
         )
-        return cls(
-            surface=surface,
-            user_id=user_id,
-            session_id=session_id,
-            top_k=top_k,
-            recall_timeout=recall_timeout,
-            min_prompt_chars=check_min_prompt_chars(min_prompt_chars),
-            clear_scope=check_clear_scope(clear_scope),
-            request_timeout=check_request_timeout(request_timeout),
-            renderer=renderer,
-            api_key=api_key,
-            base_url=base_url,
-            project_id=project_id,
-            tenant_id=tenant_id,
-            transport=transport,
-        )
+        values["context_template"] = None if template == DEFAULT_CONTEXT_TEMPLATE else template
+        values["min_prompt_chars"] = check_min_prompt_chars(values["min_prompt_chars"])
+        values["clear_scope"] = check_clear_scope(values["clear_scope"])
+        values["request_timeout"] = check_request_timeout(values["request_timeout"])
+        return cls(surface=surface, user_id=user_id, renderer=renderer, **values)
+
+    def options(self) -> dict[str, Any]:
+        """Every setting but ``user_id``, as ``AdapterOptions`` keyword arguments."""
+        return {name: getattr(self, name) for name in SETTING_DEFAULTS}
+
+    def serializable(self) -> dict[str, Any]:
+        """The settings a configuration file may carry: all but the key and the transport."""
+        return {k: v for k, v in self.options().items() if k not in NOT_SERIALIZED}
+
+    def wants_recall(self, prompt: object) -> TypeGuard[str]:
+        """The prompt gate: recall only for a prompt of ``min_prompt_chars`` or more."""
+        return isinstance(prompt, str) and len(prompt.strip()) >= max(self.min_prompt_chars, 1)
 
     def __repr__(self) -> str:
         return (

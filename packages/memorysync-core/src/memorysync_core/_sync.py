@@ -218,9 +218,7 @@ class SyncUserMemory:
     # ------------------------------------------------------------------ recall
 
     def _wants_recall(self, prompt: object) -> bool:
-        if self._closed or not isinstance(prompt, str):
-            return False
-        return len(prompt.strip()) >= max(self._settings.min_prompt_chars, 1)
+        return not self._closed and self._settings.wants_recall(prompt)
 
     def recall(self, prompt: str | None) -> RecallResult:
         """The block for ``prompt`` within ``recall_timeout`` seconds; EMPTY on any failure.

@@ -320,6 +320,29 @@ class UserMemory:
             self.retry,
         )
 
+    async def record_exchange(
+        self,
+        user_text: str,
+        assistant_text: str,
+        *,
+        transcript: bool = True,
+        turn_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Record one exchange: the user's words and the reply; raises on failure.
+
+        ``transcript=True`` appends both turns to this session's transcript in one call
+        (the user turn also goes to fact extraction); ``False`` sends only the user turn
+        to fact extraction. An empty reply is not recorded. Retries resend the same ids;
+        ``turn_id`` is the capture id when the application retries the call itself.
+        """
+        if not transcript:
+            return await self.add_user_turn(user_text, metadata=metadata, turn_id=turn_id)
+        turns = [self.capture("user", user_text, turn_id=turn_id)]
+        if assistant_text.strip():
+            turns.append(self.capture("assistant", assistant_text, turn_id=turn_id))
+        return await self.record_turns(turns, extract=True, metadata=metadata)
+
     # ----------------------------------------------------------------- clear
 
     async def clear(self, scope: Literal["session", "user"] = "session") -> ClearResult:

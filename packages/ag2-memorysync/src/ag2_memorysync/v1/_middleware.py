@@ -16,7 +16,7 @@ from ag2.events import BaseEvent, ModelRequest, ModelResponse, TextInput
 from ag2.middleware import BaseMiddleware
 
 from memorysync_core import (
-    DEFAULT_CONTEXT_TEMPLATE,
+    AdapterOptions,
     AdapterSettings,
     CapturedTurn,
     ClearResult,
@@ -31,9 +31,9 @@ from memorysync_core import (
 )
 
 if TYPE_CHECKING:
-    import httpx
     from ag2 import Context, Toolkit
     from ag2.middleware.base import AgentTurn, LLMCall
+    from typing_extensions import Unpack
 
 _logger = logging.getLogger("memorysync.ag2")
 
@@ -78,9 +78,10 @@ class MemorySyncMiddleware:
         session_id: The transcript's session. None (default): each conversation's
             own, ``str(context.stream.id)`` (pass ``MemoryStream(id=...)`` to name one);
             a string pins one transcript for every conversation.
-        top_k, recall_timeout, min_prompt_chars, context_template, min_score,
-        max_context_chars, clear_scope, request_timeout, api_key, base_url, project_id,
-        tenant_id, transport: as for the classic ``MemorySyncCapability``.
+        settings: An ``AdapterSettings`` to start from (another adapter's, say).
+        **options: The settings every MemorySync adapter takes
+            (``memorysync_core.AdapterOptions``), as for the classic
+            ``MemorySyncCapability``; read them back from :attr:`settings`.
 
     Example::
 
@@ -93,29 +94,26 @@ class MemorySyncMiddleware:
     def __init__(
         self,
         *,
-        user_id: str,
-        session_id: str | None = None,
-        top_k: int = 5,
-        recall_timeout: float = 1.2,
-        min_prompt_chars: int = 8,
-        context_template: str = DEFAULT_CONTEXT_TEMPLATE,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        project_id: str | None = None,
-        tenant_id: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        min_score: float | None = None,
-        max_context_chars: int | None = None,
-        clear_scope: ClearScope = "session",
-        request_timeout: float = 10.0,
+        user_id: str | None = None,
+        settings: AdapterSettings | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> None:
-        settings = {k: v for k, v in locals().items() if k not in ("self", "session_id")}
+        session_id = options.get("session_id")  # None: follow the framework's session
+        options["session_id"] = _PINNED if session_id is None else session_id
         self._settings = AdapterSettings.build(
-            surface=SURFACE, session_id=_PINNED if session_id is None else session_id, **settings
+            surface=SURFACE,
+            user_id=user_id,
+            settings=settings,
+            **options,
         )
         self._session_id = session_id
         self._home = self._settings.open()  # its client is shared by every session
         self._queue = DeliveryQueue(self._deliver)
+
+    @property
+    def settings(self) -> AdapterSettings:
+        """Every setting, validated (``memorysync_core.AdapterSettings``; no key in repr)."""
+        return self._settings
 
     @property
     def user_id(self) -> str:
@@ -166,7 +164,7 @@ class MemorySyncMiddleware:
 
     async def recall(self, prompt: str) -> RecallResult:
         """The block for ``prompt`` within ``recall_timeout``; EMPTY on failure or short prompt."""
-        if len(prompt.strip()) < self._settings.min_prompt_chars:
+        if not self._settings.wants_recall(prompt):
             return RecallResult.EMPTY
         try:
             return await self._home.recall(prompt)

@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_ADAPTERS = frozenset({"memorysync-core", "memorysync-local"})
 # package -> {sub-package under src/<module>/: its own limit}
 SEAMS = {"ag2-memorysync": {"ag2_memorysync/v1": 300}}
+# Adapters held to a limit of their own instead of --limit (the issue that made them).
+OWN_LIMITS = {"agent-framework-memorysync": 300}
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for package in packages:
         seams = SEAMS.get(package.name, {})
-        rows = [(package.name, package_lines(package, skip=tuple(seams)), args.limit)]
+        limit = OWN_LIMITS.get(package.name, args.limit)
+        rows = [(package.name, package_lines(package, skip=tuple(seams)), limit)]
         rows += [
             (f"{package.name} ({folder})", package_lines(package, folder), limit)
             for folder, limit in seams.items()

@@ -382,7 +382,7 @@ class MemorySyncAPI:
         _require_k("page_size", page_size)
         tenant = await self.resolve_tenant_id()
         route = "/v1/memory/{tenant_id}/{user_id}/list"
-        path = f"/v1/memory/{quote(tenant, safe='')}/{quote(user_id, safe='')}/list"
+        path = f"/v1/memory/{_segment(tenant)}/{_segment(user_id)}/list"
         memories: list[dict[str, Any]] = []
         offset = 0
         while True:
@@ -579,3 +579,9 @@ def _consume_exception(task: asyncio.Task[str]) -> None:
     # Every waiter may have been cancelled: retrieve the error so asyncio stays quiet.
     if not task.cancelled():
         task.exception()
+
+
+def _segment(value: str) -> str:
+    """``value`` as one path segment; ``.`` and ``..`` escaped too (URLs drop them)."""
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in {".", ".."} else quoted

@@ -19,6 +19,7 @@ from memorysync_local._app import create_app
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._served import bind_socket
 from memorysync_local._version import __version__
+from memorysync_local._workers import WorkerThreads
 
 ENV_KEYS = "MEMORYSYNC_LOCAL_API_KEYS"
 logger = logging.getLogger("memorysync_local")
@@ -191,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-    config = uvicorn.Config(app, lifespan="off", log_level=args.log_level)
+    config = uvicorn.Config(WorkerThreads(app), lifespan="off", log_level=args.log_level)
     # After Config: it (re)configures uvicorn's loggers.
     logging.getLogger("uvicorn.access").addFilter(_NoQueryStrings())
     # uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it

@@ -275,3 +275,13 @@ async def test_an_old_fact_behind_many_newer_matches_is_still_recalled(
             f"Enjoys chess on weekends, game {many - 1}",
             f"Enjoys chess on weekends, game {many - 2}",
         ]
+
+
+async def test_accents_and_curly_apostrophes_match_alike(client: httpx.AsyncClient) -> None:
+    await tell(client, "u1", "I love the café near the Musée d’Orsay.", "I live in Zürich.")
+    memories = await recall(client, "u1", "cafe recommendations")
+    assert [m["value"] for m in memories][:1] == ["Loves the café near the Musée d'Orsay"]
+    # Found by the folded index and scored as matching (not as an empty match).
+    assert memories[0]["score"] >= 0.3  # half the prompt matched: 0.6 x 0.5 at least
+    assert texts(await recall(client, "u1", "Zurich"))[:1] == ["Lives in Zürich"]
+    assert index_text("User’s café") == index_text("user cafe") == "user caf"

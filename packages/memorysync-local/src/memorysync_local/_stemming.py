@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 from memorysync_local._search import _STOPWORDS as STOPWORDS
@@ -113,8 +114,18 @@ def stem(word: str) -> str:
     return word
 
 
+def _fold(text: str) -> str:
+    """Lower case without accents ("Café" -> "cafe"), as FTS5's unicode61 folds.
+
+    The index matches folded words; scoring compares the stems here, so they must
+    fold alike or a memory found by the index would score as matching nothing.
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 def _content_words(text: str) -> Iterable[str]:
-    for token in _TOKEN.findall(text.lower().replace("'s", " ")):
+    for token in _TOKEN.findall(_fold(text).replace("\u2019", "'").replace("'s", " ")):
         if token not in STOPWORDS and not token.isdigit():
             yield token
 

@@ -4,4 +4,9 @@
 log record, failed-test report or observed repr/error fails the run.
 """
 
-pytest_plugins = ["shared.fake_server", "shared.local_server", "shared.secret_guard"]
+pytest_plugins = [
+    "shared.fake_server",
+    "shared.local_server",
+    "shared.secret_guard",
+    "shared.telemetry",
+]

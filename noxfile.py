@@ -108,7 +108,14 @@ AUTOGEN = "packages/autogen-memorysync"
 AG2 = "packages/ag2-memorysync"
 AGENT_FRAMEWORK = "packages/agent-framework-memorysync"
 
-TEST_TOOLS = ("pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "respx>=0.21")
+# The OpenTelemetry SDK records the spans and metrics the telemetry tests read.
+TEST_TOOLS = (
+    "pytest>=8",
+    "pytest-asyncio>=0.24",
+    "pytest-timeout>=2.3",
+    "respx>=0.21",
+    "opentelemetry-sdk>=1.27",
+)
 
 # Oldest and newest releases each adapter is tested on (see docs/versions.md).
 AUTOGEN_VERSIONS = {
@@ -179,17 +186,26 @@ def core_httpx_floor(session: nox.Session) -> None:
     """memorysync-core's tests on the lowest httpx the core declares."""
     session.install(*TEST_TOOLS)
     session.install("-e", CORE, "-e", LOCAL)
-    session.install(f"httpx=={_declared_httpx_floor()}")
+    session.install(f"httpx=={_declared_floor('httpx')}")
     session.run("python", "-c", "import httpx; print('httpx', httpx.__version__)")
     session.run("pytest", f"{CORE}/tests", *session.posargs)
 
 
-def _declared_httpx_floor() -> str:
-    """The ``httpx>=X`` floor in the core's ``[project.dependencies]``."""
+@nox.session(tags=["test"])
+def core_otel_floor(session: nox.Session) -> None:
+    """memorysync-core's telemetry on the lowest opentelemetry-api its otel extra declares."""
+    floor = _declared_floor("opentelemetry-api")
+    session.install(*TEST_TOOLS[:-1], f"opentelemetry-api=={floor}", f"opentelemetry-sdk=={floor}")
+    session.install("-e", f"{CORE}[otel]")
+    session.run("pytest", f"{CORE}/tests/test_telemetry.py", *session.posargs)
+
+
+def _declared_floor(distribution: str) -> str:
+    """The ``distribution>=X`` floor declared in the core's pyproject.toml."""
     text = (ROOT / CORE / "pyproject.toml").read_text()
-    match = re.search(r'"httpx>=([0-9.]+)', text)
+    match = re.search(rf'"{re.escape(distribution)}>=([0-9.]+)', text)
     if match is None:
-        raise RuntimeError("memorysync-core declares no httpx floor")
+        raise RuntimeError(f"memorysync-core declares no {distribution} floor")
     return match.group(1)
 
 

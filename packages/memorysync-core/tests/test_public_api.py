@@ -18,6 +18,7 @@ EXPECTED = {
     "ToolTexts",
     "ClearScope",
     "check_clear_scope",
+    "configure_telemetry",
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",

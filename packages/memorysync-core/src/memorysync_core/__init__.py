@@ -59,6 +59,7 @@ from ._seeds import (
 )
 from ._sync import SyncUserMemory
 from ._tool_texts import TOOL_TEXTS, ToolTexts
+from ._telemetry import configure_telemetry
 from ._turns import CapturedTurn
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._version import __version__
@@ -98,6 +99,7 @@ __all__ = [
     "assistant_turn_seed",
     "call_with_retries",
     "check_clear_scope",
+    "configure_telemetry",
     "errors",
     "fnv1a64",
     "new_capture_id",

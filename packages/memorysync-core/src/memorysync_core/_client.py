@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
+from . import _telemetry as telemetry
 from . import _transport
 from ._config import resolve_api_key, resolve_base_url, resolve_project_id
 from ._errors import AuthError, MemorySyncError, ResponseFormatError
@@ -280,6 +281,10 @@ class MemorySyncAPI:
         return tenant
 
     async def _fetch_tenant(self) -> str:
+        with telemetry.span("memorysync.tenant", {"memorysync.surface": self._source}):
+            return await self._fetch_tenant_id()
+
+    async def _fetch_tenant_id(self) -> str:
         try:
             body = await self._request("GET", "/org/projects")
         except AuthError as exc:

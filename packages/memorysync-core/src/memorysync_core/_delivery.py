@@ -7,7 +7,9 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from . import _telemetry as telemetry
 from ._errors import AuthError, MemorySyncError, ValidationError
 from ._retry import RetryPolicy
 from ._turns import CapturedTurn
@@ -138,6 +140,7 @@ class DeliveryQueue:
     def _refuse(self, count: int, reason: str) -> None:
         self._refused += count
         self._reasons.setdefault(reason, None)
+        _metric("turns_refused", count)
 
     def submit(self, turn: CapturedTurn) -> bool:
         """Queue ``turn``; False (refused, with a WARNING) when the queue is full or closed.
@@ -158,6 +161,7 @@ class DeliveryQueue:
             )
             return False
         self._items.append(turn)
+        _metric("queue_depth", 1)
         self._ensure_worker(loop)
         return True
 
@@ -169,17 +173,35 @@ class DeliveryQueue:
             await self._deliver_batch(batch)
             for _ in batch:
                 self._items.popleft()
+            _metric("queue_depth", -len(batch))
 
     async def _deliver_batch(self, batch: Sequence[CapturedTurn]) -> None:
+        # A batch may hold several turns' captures: its span is a trace of its own.
+        with telemetry.span(
+            "memorysync.deliver", {"memorysync.turns": len(batch)}, root=True
+        ) as span:
+            delivered, refused = self._delivered, self._refused
+            retries = await self._attempt_batch(batch, span)
+            counts = {
+                "memorysync.delivered": self._delivered - delivered,
+                "memorysync.refused": self._refused - refused,
+                "memorysync.retries": retries,
+                "memorysync.pending": len(self._items),
+            }
+            span.set_attributes(counts)
+
+    async def _attempt_batch(self, batch: Sequence[CapturedTurn], span: Any) -> int:
+        """Deliver ``batch`` with retries; the number of retries it took."""
         attempt = 0
         while True:
             attempt += 1
             try:
                 await self._deliver(batch)
                 self._delivered += len(batch)
+                _metric("turns_delivered", len(batch))
                 if attempt > 1:
                     _logger.info("delivered %s turns after %s attempts", len(batch), attempt)
-                return
+                return attempt - 1
             except MemorySyncError as exc:
                 if not self._policy.is_retryable(exc):
                     if isinstance(exc, ValidationError) and len(batch) > 1:
@@ -188,9 +210,9 @@ class DeliveryQueue:
                         middle = len(batch) // 2
                         await self._deliver_batch(batch[:middle])
                         await self._deliver_batch(batch[middle:])
-                        return
+                        return attempt - 1
                     self._refused_by_server(batch, exc)
-                    return
+                    return attempt - 1
                 wait = self._policy.delay(attempt, exc)
                 _logger.warning(
                     "delivery of %s turns failed (%s, status %s); attempt %s, retrying in %.2f s",
@@ -200,13 +222,23 @@ class DeliveryQueue:
                     attempt,
                     wait,
                 )
+                span.add_event(
+                    "memorysync.retry",
+                    {
+                        "memorysync.attempt": attempt,
+                        "error.type": type(exc).__name__,
+                        "http.response.status_code": exc.status_code or 0,
+                        "memorysync.wait_s": wait,
+                    },
+                )
+                _metric("turns_retried", len(batch))
                 await asyncio.sleep(wait)
             except Exception as exc:
                 self._refuse(len(batch), f"delivery raised {type(exc).__name__}")
                 _logger.error(
                     "dropped %s turns: delivery raised %s", len(batch), type(exc).__name__
                 )
-                return
+                return attempt - 1
 
     def _refused_by_server(self, batch: Sequence[CapturedTurn], exc: MemorySyncError) -> None:
         reason = f"{type(exc).__name__} (status {exc.status_code})"
@@ -261,3 +293,10 @@ class DeliveryQueue:
         if report.pending:
             _logger.warning("delivery queue closed with %s turns undelivered", report.pending)
         return report
+
+
+def _metric(name: str, amount: int) -> None:
+    """Add ``amount`` to one of the delivery counters (nothing when telemetry is off)."""
+    metrics = telemetry.instruments()
+    if metrics is not None and amount:
+        getattr(metrics, name).add(amount)

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from . import _telemetry as telemetry
 from ._errors import MemorySyncError, RateLimitError
 from ._render import ContextRenderer, RecalledMemory, parse_memories
 
@@ -67,6 +68,43 @@ async def recall_within_budget(
     if not isinstance(prompt, str) or not prompt.strip():
         return RecallResult.EMPTY
     budget = timeout if isinstance(timeout, (int, float)) and math.isfinite(timeout) else 0.0
+    attributes: dict[str, telemetry.AttributeValue] = {
+        "memorysync.surface": api.source,
+        "memorysync.top_k": k if k is not None else 0,
+        "memorysync.budget_s": budget,
+        **telemetry.user_attributes(user_id),
+        **telemetry.query_attributes(prompt),
+    }
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with telemetry.span("memorysync.recall", attributes) as current:
+        result, outcome = await _recall(api, user_id, prompt, k, budget, renderer)
+        current.set_attributes(
+            {
+                "memorysync.outcome": outcome,
+                "memorysync.budget_exhausted": outcome == "timeout",
+                "memorysync.memories": len(result.memories),
+                "memorysync.rendered_chars": len(result.block),
+            }
+        )
+    metrics = telemetry.instruments()
+    if metrics is not None:
+        surface = {"memorysync.surface": api.source}
+        metrics.recall_duration.record((loop.time() - started) * 1000.0, surface)
+        if outcome == "timeout":
+            metrics.budget_exhausted.add(1, surface)
+    return result
+
+
+async def _recall(
+    api: MemorySyncAPI,
+    user_id: str,
+    prompt: str,
+    k: int | None,
+    budget: float,
+    renderer: ContextRenderer,
+) -> tuple[RecallResult, str]:
+    """The recall and how it ended: ``ok``, ``empty``, ``timeout`` or the failure's kind."""
 
     async def steps() -> RecallResult:
         answer = await api.recall(user_id=user_id, prompt=prompt, k=k)
@@ -76,26 +114,31 @@ async def recall_within_budget(
     started = loop.time()
     try:
         # wait_for over ONE coroutine: the budget covers every step, on 3.10 as well.
-        return await asyncio.wait_for(steps(), max(budget, 0.0))
+        result = await asyncio.wait_for(steps(), max(budget, 0.0))
+        return result, "ok" if result else "empty"
     except asyncio.TimeoutError:
         _logger.warning(
             "recall skipped: no answer within the %.3f s budget (waited %.3f s)",
             budget,
             loop.time() - started,
         )
+        return RecallResult.EMPTY, "timeout"
     except RateLimitError as exc:
         _logger.warning(
             "recall skipped: rate limited (429, retry_after=%s, request_id=%s)",
             exc.retry_after,
             exc.request_id,
         )
+        return RecallResult.EMPTY, "rate_limited"
     except MemorySyncError as exc:
         _logger.warning("recall skipped: %s (request_id=%s)", exc.message, exc.request_id)
+        return RecallResult.EMPTY, type(exc).__name__
     except _Malformed as exc:
         _logger.warning("recall skipped: malformed answer (%s)", exc.what)
+        return RecallResult.EMPTY, "malformed"
     except (ValueError, TypeError) as exc:
         _logger.warning("recall skipped: bad input (%s)", type(exc).__name__)
-    return RecallResult.EMPTY
+        return RecallResult.EMPTY, "bad_input"
 
 
 def _result_from(answer: object, renderer: ContextRenderer) -> RecallResult:

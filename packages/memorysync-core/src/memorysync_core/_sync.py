@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import _holds
+from . import _telemetry as telemetry
 from ._adapter import AdapterSettings, ClearScope, check_clear_scope
 from ._background import LOOP, track
 from ._delivery import DeliveryQueue, DeliveryReport
@@ -234,7 +235,8 @@ class SyncUserMemory:
             if not self._wants_recall(prompt) or LOOP.in_loop_thread():
                 return RecallResult.EMPTY
             assert prompt is not None
-            future = LOOP.submit(self._recall(prompt, ticket, deadline))
+            context = telemetry.capture_context()
+            future = LOOP.submit(self._recall(prompt, ticket, deadline, context))
             try:
                 return future.result(timeout=max(deadline - time.monotonic(), 0.0))
             except concurrent.futures.TimeoutError:
@@ -251,7 +253,8 @@ class SyncUserMemory:
             if not self._wants_recall(prompt):
                 return RecallResult.EMPTY
             assert prompt is not None
-            future = LOOP.submit(self._recall(prompt, ticket, deadline))
+            context = telemetry.capture_context()
+            future = LOOP.submit(self._recall(prompt, ticket, deadline, context))
             waiting = asyncio.wrap_future(future)
             # asyncio.wait, not wait_for: a late recall is cancelled by _after_recall.
             await asyncio.wait({waiting}, timeout=max(deadline - time.monotonic(), 0.0))
@@ -283,14 +286,19 @@ class SyncUserMemory:
         else:
             LOOP.call_soon(cleanup)
 
-    async def _recall(self, prompt: str, ticket: _Ticket, deadline: float) -> RecallResult:
+    async def _recall(
+        self, prompt: str, ticket: _Ticket, deadline: float, context: object | None
+    ) -> RecallResult:
         # Captures reach the loop in order, so every turn held before this point was
         # captured before this reply's message was answered: release those only.
         ticket.mark = _holds.mark()
         # The caller enforces the deadline (and cancels this at it); the loop side only
         # must not outlive it if the caller is gone.
         timeout = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
-        return await self._state().memory.recall(prompt, timeout=timeout)
+        # The caller's trace context does not cross threads by itself: the recall span
+        # nests under the caller's span (an application's span around an AG2 chat).
+        with telemetry.attached(context):
+            return await self._state().memory.recall(prompt, timeout=timeout)
 
     def _over_budget(self) -> None:
         _recall_logger.warning(
@@ -451,8 +459,11 @@ class SyncUserMemory:
         if LOOP.in_loop_thread():
             raise RuntimeError("explicit calls cannot run on the MemorySync background loop")
 
+        context = telemetry.capture_context()
+
         async def run() -> T:
-            return await call(self._state())
+            with telemetry.attached(context):
+                return await call(self._state())
 
         return LOOP.submit(run()).result()
 

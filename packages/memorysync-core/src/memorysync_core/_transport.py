@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from . import _telemetry as telemetry
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -257,18 +258,28 @@ async def send(
     params: Mapping[str, Any] | None = None,
     timeout: float,
 ) -> Any:
-    """Send one request; return its decoded JSON body or raise a typed error."""
-    try:
-        response = await client.request(
-            method,
-            url,
-            headers=dict(headers),
-            json=json,
-            params=dict(params) if params is not None else None,
-            timeout=timeout,
-        )
-    except httpx.HTTPError as exc:
-        raise transport_error(exc, method=method, route=route, secret=secret) from exc
-    if not response.is_success:
-        raise status_error(response, method=method, route=route, secret=secret)
-    return decode_body(response, method=method, route=route)
+    """Send one request; return its decoded JSON body or raise a typed error.
+
+    One ``memorysync.http`` span per attempt, named by the route template (never the
+    ids in the path), with the status and the request id.
+    """
+    attributes = {"http.request.method": method, "memorysync.route": route}
+    with telemetry.span("memorysync.http", attributes) as current:
+        try:
+            response = await client.request(
+                method,
+                url,
+                headers=dict(headers),
+                json=json,
+                params=dict(params) if params is not None else None,
+                timeout=timeout,
+            )
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, method=method, route=route, secret=secret) from exc
+        current.set_attribute("http.response.status_code", response.status_code)
+        request_id = response.headers.get("x-request-id")
+        if request_id:
+            current.set_attribute("memorysync.request_id", scrub(request_id, secret))
+        if not response.is_success:
+            raise status_error(response, method=method, route=route, secret=secret)
+        return decode_body(response, method=method, route=route)

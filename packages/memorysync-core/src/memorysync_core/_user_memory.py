@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from . import _telemetry as telemetry
 from ._client import MemorySyncAPI, memory_id_to_int
 from ._errors import ResponseFormatError
 from ._recall import RecallResult, recall_within_budget
@@ -179,6 +180,10 @@ class UserMemory:
 
     # ----------------------------------------------------------------- reads
 
+    def span_attributes(self) -> dict[str, telemetry.AttributeValue]:
+        """What this memory's spans say about it: the surface and the user's digest."""
+        return {"memorysync.surface": self._surface, **telemetry.user_attributes(self._user_id)}
+
     async def recall(self, prompt: str, *, timeout: float | None = None) -> RecallResult:
         """The block for ``prompt`` within ``timeout`` (default ``recall_timeout``) seconds.
 
@@ -194,6 +199,7 @@ class UserMemory:
             renderer=self.renderer,
         )
 
+    @telemetry.explicit_call("memorysync.search")
     async def search(
         self, query: str, *, k: int | None = None, min_score: float | None = None
     ) -> list[RecalledMemory]:
@@ -223,6 +229,7 @@ class UserMemory:
 
     # ----------------------------------------------------------------- writes
 
+    @telemetry.explicit_call("memorysync.save")
     async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
         """Offer ``text`` as a fact (``/memory/add``); the server decides whether it is kept.
 
@@ -263,6 +270,7 @@ class UserMemory:
         """Capture an utterance in this scope (``turn_id`` becomes the capture id)."""
         return CapturedTurn.capture(role, text, scope=self._scope, capture_id=turn_id, name=name)
 
+    @telemetry.explicit_call("memorysync.add_turn")
     async def add_user_turn(
         self,
         text: str,
@@ -289,6 +297,7 @@ class UserMemory:
             self.retry,
         )
 
+    @telemetry.explicit_call("memorysync.record")
     async def record_turns(
         self,
         turns: Sequence[CapturedTurn],
@@ -345,6 +354,7 @@ class UserMemory:
 
     # ----------------------------------------------------------------- clear
 
+    @telemetry.explicit_call("memorysync.clear")
     async def clear(self, scope: Literal["session", "user"] = "session") -> ClearResult:
         """Forget this session's memories and transcript, or (``"user"``) every memory.
 

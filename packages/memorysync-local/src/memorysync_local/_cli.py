@@ -22,7 +22,7 @@ from memorysync_local._version import __version__
 from memorysync_local._workers import WorkerThreads
 
 ENV_KEYS = "MEMORYSYNC_LOCAL_API_KEYS"
-logger = logging.getLogger("memorysync_local")
+logger = logging.getLogger("memorysync.local")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memorysync_local._store import QuotaExceeded
 
-logger = logging.getLogger("memorysync_local")
+logger = logging.getLogger("memorysync.local")
 
 
 def _where(loc: Sequence[Any]) -> str:

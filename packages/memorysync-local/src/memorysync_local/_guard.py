@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorysync_local._plans import KeyRing
 
-logger = logging.getLogger("memorysync_local")
+logger = logging.getLogger("memorysync.local")
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 BODY_TIMEOUT_SECONDS = 10.0

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-logger = logging.getLogger("memorysync_local")
+logger = logging.getLogger("memorysync.local")
 
 
 class JobRunner:

@@ -31,7 +31,7 @@ from memorysync_local._timeutil import (
     utc_now,
 )
 
-logger = logging.getLogger("memorysync_local")
+logger = logging.getLogger("memorysync.local")
 
 Meter = Literal["ok", "silent", "refused"]
 # How long close() lets background extraction drain before leaving the rest stored.

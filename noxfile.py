@@ -213,7 +213,7 @@ def _declared_floor(distribution: str) -> str:
 def local(session: nox.Session) -> None:
     """memorysync-local's tests, including the official client's interop test."""
     session.install(*TEST_TOOLS, "memorysync==1.10.1")
-    session.install("-e", CORE, "-e", LOCAL)
+    session.install("-e", CORE, "-e", f"{LOCAL}[otel]")
     session.run("pytest", f"{LOCAL}/tests", *session.posargs)
 
 
@@ -286,7 +286,7 @@ def agent_framework(session: nox.Session, framework: str) -> None:
 # What each package's tests need beside it in ``compat`` (adapters: newest framework).
 COMPAT_STACKS = {
     "core": (TEST_TOOLS, ("-e", CORE, "-e", LOCAL)),
-    "local": ((*TEST_TOOLS, "memorysync==1.10.1"), ("-e", CORE, "-e", LOCAL)),
+    "local": ((*TEST_TOOLS, "memorysync==1.10.1"), ("-e", CORE, "-e", f"{LOCAL}[otel]")),
     "autogen": (
         TEST_TOOLS,
         ("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, *AUTOGEN_VERSIONS["newest"], *AUTOGEN_TEST_PINS),

@@ -16,6 +16,7 @@ from types import FrameType
 import uvicorn
 
 from memorysync_local._app import create_app
+from memorysync_local._otel import instrument, start_sdk
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._served import bind_socket
 from memorysync_local._version import __version__
@@ -90,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
         help="uvicorn log level (default info)",
+    )
+    serve.add_argument(
+        "--otel",
+        action="store_true",
+        help="a span per request, exported over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables); "
+        "needs pip install 'memorysync-local[otel]'",
     )
     return parser
 
@@ -181,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         app.state.store.close()
         parser.error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    if args.otel and instrument(app):
+        print(start_sdk(), flush=True)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"memorysync-local {__version__} serving {args.db} at http://{shown}:{port}", flush=True)

@@ -256,9 +256,13 @@ class SyncUserMemory:
             context = telemetry.capture_context()
             future = LOOP.submit(self._recall(prompt, ticket, deadline, context))
             waiting = asyncio.wrap_future(future)
-            # asyncio.wait, not wait_for: a late recall is cancelled by _after_recall.
             await asyncio.wait({waiting}, timeout=max(deadline - time.monotonic(), 0.0))
-            return waiting.result() if waiting.done() else RecallResult.EMPTY
+            if waiting.done():
+                return waiting.result()
+            # Unhooked from the caller's loop now (that loop may end before the recall).
+            waiting.cancel()
+            self._over_budget()
+            return RecallResult.EMPTY
         finally:
             self._after_recall(ticket, future)
 

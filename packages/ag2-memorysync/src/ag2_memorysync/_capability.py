@@ -22,6 +22,7 @@ from memorysync_core import (
     RecalledMemory,
     SaveOutcome,
     SyncUserMemory,
+    SyncUsersDataMethods,
 )
 
 from ._content import utterance_text
@@ -45,7 +46,7 @@ Capture = Literal["both", "sent", "received"]
 _SURFACE = "ag2"
 
 
-class MemorySyncCapability:
+class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, forget_user...
     """Long-term memory for AG2 agents: recall before each reply, capture of every turn.
 
     Attach it to any agents of a chat with :meth:`add_to_agent`. From then on:

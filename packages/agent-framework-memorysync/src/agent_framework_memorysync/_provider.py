@@ -22,6 +22,7 @@ from memorysync_core import (
     RecalledMemory,
     SaveOutcome,
     UserMemory,
+    UsersDataMethods,
     check_clear_scope,
 )
 
@@ -35,7 +36,7 @@ _PREFIX = SURFACE + "::"
 RUN_USER_OPTION = "memorysync_user_id"
 
 
-class MemorySyncContextProvider(ContextProvider):
+class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
     """An Agent Framework ``ContextProvider`` that recalls what a user told your agents.
 
     ``before_run`` recalls for the latest user message of the run's input, within
@@ -262,6 +263,10 @@ class MemorySyncContextProvider(ContextProvider):
         )
         await self.flush()
         return await self.memory_for(session).clear(chosen)
+
+    async def _users_data_memory(self) -> UserMemory:
+        await self.flush()  # captured turns land before an export or an erase
+        return self.memory_for(None)
 
     # -- lifetime ----------------------------------------------------------------------
 

@@ -28,6 +28,8 @@ from memorysync_core import (
     RecalledMemory,
     RecallResult,
     SaveOutcome,
+    UserMemory,
+    UsersDataMethods,
 )
 
 from ._config import MemorySyncMemoryConfig
@@ -49,7 +51,7 @@ _USER_ROLES = frozenset({"user", "human"})
 _T = TypeVar("_T")
 
 
-class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
+class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMethods):
     """An AutoGen ``Memory`` that recalls what a user told your agents, in any session.
 
     Before every model call ``AssistantAgent`` calls :meth:`update_context`: the last
@@ -323,6 +325,9 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig]):
             cancellation_token,
         )
         return MemoryQueryResult(results=[_to_content(memory) for memory in memories])
+
+    async def _users_data_memory(self) -> UserMemory:
+        return self._memory  # list_memories, list_sessions, export, forget_user, import_export
 
     async def clear(self) -> None:
         """Delete this session's facts and transcript (or everything of the user).

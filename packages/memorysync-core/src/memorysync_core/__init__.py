@@ -44,6 +44,7 @@ from ._errors import (
     RateLimitError,
     ResponseFormatError,
     ServerError,
+    UnsupportedError,
     ValidationError,
 )
 from ._recall import RecallResult, recall_within_budget
@@ -62,10 +63,19 @@ from ._tool_texts import TOOL_TEXTS, ToolTexts
 from ._telemetry import configure_telemetry
 from ._turns import CapturedTurn
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
+from ._users_data import (
+    EXPORT_SCHEMA,
+    ForgetReport,
+    ImportReport,
+    MemoryPage,
+    SyncUsersDataMethods,
+    UsersDataMethods,
+)
 from ._version import __version__
 
 __all__ = [
     "DEFAULT_CONTEXT_TEMPLATE",
+    "EXPORT_SCHEMA",
     "MAX_TEXT_CHARS",
     "SETTING_DEFAULTS",
     "TOOL_TEXTS",
@@ -81,6 +91,9 @@ __all__ = [
     "ContextRenderer",
     "DeliveryQueue",
     "DeliveryReport",
+    "ForgetReport",
+    "ImportReport",
+    "MemoryPage",
     "MemorySyncAPI",
     "MemorySyncError",
     "NotFoundError",
@@ -92,8 +105,11 @@ __all__ = [
     "SaveOutcome",
     "ServerError",
     "SyncUserMemory",
+    "SyncUsersDataMethods",
     "ToolTexts",
+    "UnsupportedError",
     "UserMemory",
+    "UsersDataMethods",
     "ValidationError",
     "__version__",
     "assistant_turn_seed",

@@ -12,6 +12,7 @@ __all__ = [
     "RateLimitError",
     "ResponseFormatError",
     "ServerError",
+    "UnsupportedError",
     "ValidationError",
 ]
 
@@ -113,7 +114,16 @@ class RateLimitError(APIStatusError):
 
 
 class ServerError(APIStatusError):
-    """5xx: the server failed. Retried by the retry policy."""
+    """5xx: the server failed. Retried by the retry policy (except 501)."""
+
+
+class UnsupportedError(APIStatusError):
+    """501, or an extension route the server lacks: this server does not offer the call.
+
+    Never retried (asking again cannot help). ``memorysync-local`` answers 501 for
+    the official client's routes it does not serve; ``list_sessions()`` raises it
+    against a server without the ``/x-local`` extension (the hosted service).
+    """
 
 
 class ResponseFormatError(MemorySyncError):

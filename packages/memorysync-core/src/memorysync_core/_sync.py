@@ -23,6 +23,7 @@ from ._recall import RecallResult
 from ._render import RecalledMemory
 from ._turns import CapturedTurn, Role
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
+from ._users_data import USERS_DATA_METHODS
 
 _logger = logging.getLogger("memorysync.sync")
 _recall_logger = logging.getLogger("memorysync.recall")
@@ -335,6 +336,18 @@ class SyncUserMemory:
         )
         self.flush()
         return self._call(lambda state: state.memory.clear(chosen))
+
+    def users_data(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run one of ``UserMemory``'s users'-data methods (``list_memories``,
+        ``list_sessions``, ``export``, ``forget_user``, ``import_export``) and wait for it.
+
+        Captured turns are flushed first, so an export sees them and an erase leaves
+        none behind. Raises what the method raises.
+        """
+        if method not in USERS_DATA_METHODS:
+            raise ValueError(f"method must be one of {USERS_DATA_METHODS}, got {method!r}")
+        self.flush()
+        return self._call(lambda state: getattr(state.memory, method)(*args, **kwargs))
 
     def warm_up(self) -> None:
         """Resolve the tenant and open the connection in the background; never raises."""

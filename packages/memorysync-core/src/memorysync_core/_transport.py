@@ -25,6 +25,7 @@ from ._errors import (
     RateLimitError,
     ResponseFormatError,
     ServerError,
+    UnsupportedError,
     ValidationError,
 )
 
@@ -210,6 +211,8 @@ def status_error(
         cls = ValidationError
     elif status == 404:
         cls = NotFoundError
+    elif status == 501:
+        cls = UnsupportedError  # not retried: the server does not offer this call
     elif status >= 500:
         cls = ServerError
     else:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import _telemetry as telemetry
+from . import _users_data
 from ._client import MemorySyncAPI, memory_id_to_int
 from ._errors import ResponseFormatError
 from ._recall import RecallResult, recall_within_budget
@@ -16,6 +17,7 @@ from ._render import ContextRenderer, RecalledMemory, parse_memories
 from ._retry import RetryPolicy, call_with_retries
 from ._seeds import fnv1a64, truncate_text
 from ._turns import CapturedTurn, Role
+from ._users_data import ForgetReport, ImportReport, MemoryPage
 
 _logger = logging.getLogger("memorysync.client")
 
@@ -398,6 +400,31 @@ class UserMemory:
                 deleted.append(number)
         turn_ids = tuple(str(v) for v in history.get("deleted_ids") or ())
         return ClearResult(deleted_memory_ids=tuple(deleted), deleted_turn_ids=turn_ids)
+
+    # ----------------------------------------------------------------- users' data
+
+    async def list_memories(self, *, limit: int = 100, offset: int = 0) -> MemoryPage:
+        """One page of the user's memories (every session), newest first; raises on failure."""
+        return await _users_data.list_memories_page(self, limit=limit, offset=offset)
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        """The user's sessions with counts; :class:`UnsupportedError` on a server without
+        the ``memorysync-local`` extension (the hosted service)."""
+        return await _users_data.list_sessions(self)
+
+    async def export(self) -> dict[str, Any]:
+        """Every fact and transcript turn of the user, as one JSON-serialisable object
+        (``schema``, ``complete``, ``sessions``, ``memories``, ``transcripts``)."""
+        return await _users_data.export_user(self)
+
+    async def forget_user(self) -> ForgetReport:
+        """Erase every fact and transcript of the user in every session, and cancel their
+        pending extraction (``memorysync-local``); idempotent. See :class:`ForgetReport`."""
+        return await _users_data.forget_user(self)
+
+    async def import_export(self, data: Mapping[str, Any]) -> ImportReport:
+        """Write an :meth:`export` (from any server) for this user; idempotent."""
+        return await _users_data.import_export(self, data)
 
     async def aclose(self) -> None:
         """Drop this memory's reference to the shared connection."""

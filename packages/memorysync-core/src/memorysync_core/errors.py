@@ -10,7 +10,8 @@
     │   ├── ValidationError          400 / 409 / 422
     │   ├── NotFoundError            404
     │   ├── RateLimitError           429, with ``retry_after`` seconds (or None)
-    │   └── ServerError              5xx
+    │   ├── ServerError              5xx except 501
+    │   └── UnsupportedError         501, or an extension route the server lacks
     └── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
 
 Messages read ``"<METHOD> <route> -> <status>: <server message>"`` where the route is
@@ -43,6 +44,7 @@ from ._errors import (
     RateLimitError,
     ResponseFormatError,
     ServerError,
+    UnsupportedError,
     ValidationError,
 )
 
@@ -56,5 +58,6 @@ __all__ = [
     "RateLimitError",
     "ResponseFormatError",
     "ServerError",
+    "UnsupportedError",
     "ValidationError",
 ]

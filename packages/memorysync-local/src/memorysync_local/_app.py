@@ -32,6 +32,8 @@ from memorysync_local._models import (
     RecallBody,
 )
 from memorysync_local._plans import DEFAULT_TENANT, Caller, KeyRing, Plan
+from memorysync_local._routes_compat import add_compat_routes
+from memorysync_local._routes_local import add_local_routes
 from memorysync_local._search import render_context
 from memorysync_local._store import QuotaExceeded, Store
 from memorysync_local._version import __version__
@@ -88,6 +90,9 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(GuardMiddleware, keys=keys, body_timeout=body_timeout)
     _add_routes(app, store, keys)
+    # The official client's /memory/... routes, the /x-local extension and the inspector.
+    add_compat_routes(app, store, keys)
+    add_local_routes(app, store, keys)
     return app
 
 

@@ -16,6 +16,7 @@ from types import FrameType
 import uvicorn
 
 from memorysync_local._app import create_app
+from memorysync_local._cli_data import DATA_COMMANDS, add_data_commands, run_data_command
 from memorysync_local._otel import instrument, start_sdk
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._served import bind_socket
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a span per request, exported over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables); "
         "needs pip install 'memorysync-local[otel]'",
     )
+    add_data_commands(commands)
     return parser
 
 
@@ -165,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memorysync-local`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in DATA_COMMANDS:
+        return run_data_command(args)
     env_keys = [k for k in os.environ.get(ENV_KEYS, "").split(",") if k.strip()]
     try:
         file_keys = [entry for path in args.api_key_file for entry in _read_key_file(path)]

@@ -27,6 +27,7 @@ from memorysync_core import (
     RecallResult,
     SaveOutcome,
     UserMemory,
+    UsersDataMethods,
     check_clear_scope,
 )
 
@@ -58,7 +59,7 @@ def latest_human_text(events: Sequence[BaseEvent]) -> str:
     return ""
 
 
-class MemorySyncMiddleware:
+class MemorySyncMiddleware(UsersDataMethods):
     """Long-term memory for an ``ag2`` 1.x ``Agent``: a middleware factory.
 
     List it in ``Agent(..., middleware=[memory])`` (or pass it to one ``ask``). Then:
@@ -211,6 +212,10 @@ class MemorySyncMiddleware:
     def report(self) -> DeliveryReport:
         """Delivered, refused and pending turns so far."""
         return self._queue.report()
+
+    async def _users_data_memory(self) -> UserMemory:
+        await self.flush()  # captured turns land before an export or an erase
+        return self.memory()
 
     async def flush(self, timeout: float = 10.0) -> DeliveryReport:
         """Wait (up to ``timeout`` seconds) for the queued turns; the report as of then."""

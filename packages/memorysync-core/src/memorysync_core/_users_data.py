@@ -1,0 +1,375 @@
+"""One user's data: list it, export it, erase it, import an export elsewhere.
+
+Only routes the hosted service has are used (``/v1/memory/.../list``,
+``/memory/forget``, ``/v1/history/list|delete|append``, ``/memory/add``), never
+``DELETE /memory/user/purge`` (it erases the whole *account*). Listing a user's
+sessions and cancelling their pending extraction are ``memorysync-local``'s
+``/x-local/v1`` extension: against a server without it the sessions are the ones
+the memories name plus this session, and the export or erase says
+``complete=False`` rather than claim what it cannot know.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._client import memory_id_to_int
+from ._errors import NotFoundError, ResponseFormatError, UnsupportedError
+from ._retry import call_with_retries
+
+if TYPE_CHECKING:
+    from ._sync import SyncUserMemory
+    from ._user_memory import UserMemory
+
+EXPORT_SCHEMA = "memorysync.users-data/1"
+_SESSIONS = "/x-local/v1/sessions"
+_CANCEL = "/x-local/v1/jobs/cancel"
+_APPEND_BATCH = 100
+# The methods every adapter exposes (delegating to UserMemory / SyncUserMemory).
+USERS_DATA_METHODS = ("list_memories", "list_sessions", "export", "forget_user", "import_export")
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    """One page of a user's memories, newest first; ``next_offset`` is None at the end."""
+
+    items: tuple[dict[str, Any], ...]
+    total: int | None
+    offset: int
+    next_offset: int | None
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What ``forget_user()`` erased.
+
+    ``complete`` is True only when the server could list every session of the user
+    and nothing of the user is left afterwards; on the hosted service (no session
+    listing) it is False and ``sessions`` names the sessions that were erased.
+    ``cancelled_jobs`` is None when the server has no job queue to cancel.
+    """
+
+    deleted_memories: int
+    deleted_turns: int
+    cancelled_jobs: int | None
+    sessions: tuple[str, ...]
+    complete: bool
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What ``import_export()`` wrote; ``skipped`` items were already there."""
+
+    memories_created: int
+    memories_skipped: int
+    turns_created: int
+    turns_skipped: int
+
+
+async def list_memories_page(memory: UserMemory, *, limit: int, offset: int) -> MemoryPage:
+    """One page of ``GET /v1/memory/{tenant_id}/{user_id}/list``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise ValueError(f"limit must be an integer from 1 to 1000, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be an integer >= 0, got {offset!r}")
+    api = memory.api
+    route = "/v1/memory/{tenant_id}/{user_id}/list"
+
+    async def fetch() -> Any:
+        tenant = await api.resolve_tenant_id()
+        path = f"/v1/memory/{_segment(tenant)}/{_segment(memory.user_id)}/list"
+        return await api._request(
+            "GET", path, params={"limit": limit, "offset": offset}, route=route
+        )
+
+    answer = await call_with_retries(fetch, memory.retry)
+    page = answer.get("memories") if isinstance(answer, dict) else None
+    if not isinstance(page, list):
+        raise ResponseFormatError(f"GET {route} -> 200: 'memories' is not a list", route=route)
+    total = answer.get("total")
+    total = total if isinstance(total, int) and not isinstance(total, bool) else None
+    items = tuple(item for item in page if isinstance(item, dict))
+    end = len(page) < limit or (total is not None and offset + len(page) >= total)
+    return MemoryPage(items, total, offset, None if end else offset + len(page))
+
+
+async def list_sessions(memory: UserMemory) -> list[dict[str, Any]]:
+    """The user's sessions (``memorysync-local``'s ``/x-local/v1/sessions``).
+
+    Raises :class:`UnsupportedError` against a server without that route.
+    """
+    try:
+        answer = await call_with_retries(
+            lambda: memory.api._request(
+                "GET", _SESSIONS, params={"user_id": memory.user_id}, route=_SESSIONS
+            ),
+            memory.retry,
+        )
+    except NotFoundError as exc:
+        raise UnsupportedError(
+            f"GET {_SESSIONS} -> {exc.status_code}: this server cannot list a user's "
+            "sessions (a memorysync-local extension)",
+            status_code=exc.status_code or 404,
+            request_id=exc.request_id,
+            route=_SESSIONS,
+        ) from exc
+    sessions = answer.get("sessions") if isinstance(answer, dict) else None
+    if not isinstance(sessions, list):
+        raise ResponseFormatError(
+            f"GET {_SESSIONS} -> 200: 'sessions' is not a list", route=_SESSIONS
+        )
+    return [s for s in sessions if isinstance(s, dict) and isinstance(s.get("session_id"), str)]
+
+
+async def _known_sessions(
+    memory: UserMemory, memories: Sequence[Mapping[str, Any]]
+) -> tuple[list[str], bool]:
+    """Every session of the user and True, or (no listing) the ones we can name and False."""
+    try:
+        return [str(s["session_id"]) for s in await list_sessions(memory)], True
+    except UnsupportedError:
+        named = {memory.scope}
+        for item in memories:
+            session = _session_of(item)
+            if session is not None:
+                named.add(session)
+        return sorted(named), False
+
+
+async def export_user(memory: UserMemory) -> dict[str, Any]:
+    """Every memory and transcript turn of the user, JSON-serialisable."""
+    api = memory.api
+    memories = await call_with_retries(
+        lambda: api.list_memories(user_id=memory.user_id), memory.retry
+    )
+    sessions, complete = await _known_sessions(memory, memories)
+    transcripts: dict[str, list[dict[str, Any]]] = {}
+    for session in sessions:
+        answer = await call_with_retries(
+            lambda s=session: api.list_history(user_id=memory.user_id, session_id=s),  # type: ignore[misc]
+            memory.retry,
+        )
+        items = answer.get("items")
+        transcripts[session] = (
+            [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+        )
+    return {
+        "schema": EXPORT_SCHEMA,
+        "user_id": memory.user_id,
+        "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+        "server": api.base_url,
+        "complete": complete,
+        "sessions": sessions,
+        "memories": list(memories),
+        "transcripts": transcripts,
+    }
+
+
+async def forget_user(memory: UserMemory) -> ForgetReport:
+    """Erase every memory and every transcript of the user, in every session it can reach."""
+    api = memory.api
+    cancelled: int | None = None
+    try:
+        answer = await call_with_retries(
+            lambda: api._request("POST", _CANCEL, json={"user_id": memory.user_id}, route=_CANCEL),
+            memory.retry,
+        )
+        cancelled = int(answer.get("cancelled", 0)) if isinstance(answer, dict) else 0
+    except (NotFoundError, UnsupportedError):
+        cancelled = None  # no job queue on this server (the hosted one runs its own)
+    listed = await call_with_retries(
+        lambda: api.list_memories(user_id=memory.user_id), memory.retry
+    )
+    sessions, complete = await _known_sessions(memory, listed)
+    turns = 0
+    deleted: set[int] = set()
+    for session in sessions:
+        answer = await call_with_retries(
+            lambda s=session: api.delete_history(  # type: ignore[misc]
+                user_id=memory.user_id, session_id=s, delete_derived_facts=True
+            ),
+            memory.retry,
+        )
+        turns += len(answer.get("deleted_ids") or ())
+        deleted.update(_ints(answer.get("deleted_fact_ids") or ()))
+    # Listed again: facts of the deleted turns are gone, the rest go by id.
+    remaining = await call_with_retries(
+        lambda: api.list_memories(user_id=memory.user_id), memory.retry
+    )
+    ids = sorted(_ints(item.get("memory_id", item.get("id")) for item in remaining))
+    if ids:
+        deleted.update(
+            await call_with_retries(
+                lambda: api.forget(user_id=memory.user_id, memory_ids=ids), memory.retry
+            )
+        )
+    if complete:
+        # Claim a complete erase only after seeing nothing left.
+        left = await call_with_retries(
+            lambda: api.list_memories(user_id=memory.user_id), memory.retry
+        )
+        complete = not left and not await list_sessions(memory)
+    return ForgetReport(len(deleted), turns, cancelled, tuple(sessions), complete)
+
+
+async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportReport:
+    """Write an ``export()`` into this memory's server for this memory's user.
+
+    Idempotent: each fact is added with ``client_ref="import:<its id>"`` and each turn
+    with ``idempotency_key="import:<its id>"`` (and its ``seq``), so importing the same
+    file twice stores nothing the second time. Turns are not sent to extraction.
+    """
+    if not isinstance(data, Mapping) or data.get("schema") != EXPORT_SCHEMA:
+        raise ValueError(f"not a MemorySync export (schema must be {EXPORT_SCHEMA!r})")
+    api = memory.api
+    created = skipped = 0
+    for item in data.get("memories") or ():
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            raise ValueError(f"an exported memory has no text: {item!r:.80}")
+        ref = f"import:{item.get('memory_id', item.get('id'))}"
+        answer = await call_with_retries(
+            lambda i=item, r=ref: api.add_memory(  # type: ignore[misc]
+                user_id=memory.user_id,
+                text=i["text"],
+                tags=i.get("tags"),
+                importance=i.get("importance"),
+                session_id=_session_of(i),
+                client_ref=r,
+            ),
+            memory.retry,
+        )
+        if answer.get("status") == "skipped":
+            skipped += 1
+        else:
+            created += 1
+    turns_created = turns_skipped = 0
+    transcripts = data.get("transcripts") or {}
+    if not isinstance(transcripts, Mapping):
+        raise ValueError("'transcripts' must map session ids to lists of turns")
+    for session, turns in transcripts.items():
+        items = [_turn_item(turn) for turn in turns or ()]
+        for start in range(0, len(items), _APPEND_BATCH):
+            batch = items[start : start + _APPEND_BATCH]
+            answer = await call_with_retries(
+                lambda s=session, b=batch: api.append_history(  # type: ignore[misc]
+                    user_id=memory.user_id, session_id=s, turns=b, extract=False
+                ),
+                memory.retry,
+            )
+            for written in answer.get("items") or ():
+                if isinstance(written, Mapping) and written.get("created") is False:
+                    turns_skipped += 1
+                else:
+                    turns_created += 1
+    return ImportReport(created, skipped, turns_created, turns_skipped)
+
+
+def _turn_item(turn: Any) -> dict[str, Any]:
+    if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
+        raise ValueError(f"an exported turn has no content: {turn!r:.80}")
+    item: dict[str, Any] = {
+        "role": turn.get("role") or "user",
+        "content": turn["content"],
+        "idempotency_key": f"import:{turn.get('id')}",
+    }
+    for name in ("seq", "occurred_at", "payload"):
+        if turn.get(name) is not None:
+            item[name] = turn[name]
+    return item
+
+
+def _ints(values: Any) -> set[int]:
+    out = set()
+    for value in values:
+        try:
+            out.add(memory_id_to_int(value))
+        except ValueError:
+            continue
+    return out
+
+
+def _session_of(item: Mapping[str, Any]) -> str | None:
+    if isinstance(item.get("session_id"), str):
+        return str(item["session_id"])
+    metadata = item.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    inner = metadata.get("metadata")
+    if isinstance(inner, Mapping) and isinstance(inner.get("session_id"), str):
+        return str(inner["session_id"])
+    flat = metadata.get("session_id")
+    return flat if isinstance(flat, str) else None
+
+
+def _segment(value: str) -> str:
+    from ._client import _segment as segment
+
+    return segment(value)
+
+
+class UsersDataMethods:
+    """``list_memories``, ``list_sessions``, ``export``, ``forget_user`` and
+    ``import_export`` for an async adapter, each delegating to the core's
+    :class:`UserMemory` of the adapter's user (its default session).
+
+    The adapter implements :meth:`_users_data_memory`, delivering its captured turns
+    first so that an export sees them and an erase leaves none behind.
+    """
+
+    async def _users_data_memory(self) -> UserMemory:
+        raise NotImplementedError
+
+    async def list_memories(self, *, limit: int = 100, offset: int = 0) -> MemoryPage:
+        """One page of the user's memories (every session), newest first."""
+        return await (await self._users_data_memory()).list_memories(limit=limit, offset=offset)
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        """The user's sessions; ``UnsupportedError`` on a server that cannot list them."""
+        return await (await self._users_data_memory()).list_sessions()
+
+    async def export(self) -> dict[str, Any]:
+        """Every fact and transcript turn of the user (JSON-serialisable, with a schema)."""
+        return await (await self._users_data_memory()).export()
+
+    async def forget_user(self) -> ForgetReport:
+        """Erase every fact and transcript of the user in every session; idempotent."""
+        return await (await self._users_data_memory()).forget_user()
+
+    async def import_export(self, data: Mapping[str, Any]) -> ImportReport:
+        """Write an ``export()`` for this user (idempotent by the exported ids)."""
+        return await (await self._users_data_memory()).import_export(data)
+
+
+class SyncUsersDataMethods:
+    """The same five methods, synchronous, for an adapter holding a ``SyncUserMemory``
+    as ``self._memory`` (captured turns are flushed first)."""
+
+    _memory: SyncUserMemory
+
+    def list_memories(self, *, limit: int = 100, offset: int = 0) -> MemoryPage:
+        """One page of the user's memories (every session), newest first."""
+        page: MemoryPage = self._memory.users_data("list_memories", limit=limit, offset=offset)
+        return page
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """The user's sessions; ``UnsupportedError`` on a server that cannot list them."""
+        sessions: list[dict[str, Any]] = self._memory.users_data("list_sessions")
+        return sessions
+
+    def export(self) -> dict[str, Any]:
+        """Every fact and transcript turn of the user (JSON-serialisable, with a schema)."""
+        data: dict[str, Any] = self._memory.users_data("export")
+        return data
+
+    def forget_user(self) -> ForgetReport:
+        """Erase every fact and transcript of the user in every session; idempotent."""
+        report: ForgetReport = self._memory.users_data("forget_user")
+        return report
+
+    def import_export(self, data: Mapping[str, Any]) -> ImportReport:
+        """Write an ``export()`` for this user (idempotent by the exported ids)."""
+        report: ImportReport = self._memory.users_data("import_export", data)
+        return report

@@ -1,0 +1,138 @@
+"""The official ``memorysync`` client's ``/memory/...`` methods against this server.
+
+Each method the compatibility table lists as served is called through the client's
+public API over real HTTP, and its parsed answer checked; every other method of the
+client is answered 501 (never 404), which the client raises as its ``ServerError``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from memorysync_local._routes_compat import UNSUPPORTED
+from shared.local_server import stored_memories
+
+memorysync = pytest.importorskip("memorysync", minversion="1.10.1")
+
+
+def test_every_memory_method_answers_with_what_the_client_parses(
+    make_local_server: Callable[..., Any],
+) -> None:
+    srv = make_local_server(served=True)
+    client = memorysync.MemorySyncClient(srv.api_key, srv.base_url, end_user_id="ana")
+    other = memorysync.MemorySyncClient(srv.api_key, srv.base_url, end_user_id="bob")
+    try:
+        added = client.add("I live in Lisbon.", session_id="s1", tags=["home"])
+        assert isinstance(added, memorysync.Memory)
+        assert added.text == "Lives in Lisbon"
+
+        bulk = client.bulk_add(
+            [
+                memorysync.BulkAddItem(text="I am allergic to peanuts.", client_ref="b-1"),
+                memorysync.BulkAddItem(text="ok", client_ref="b-2"),
+                memorysync.BulkAddItem(text="I am allergic to peanuts.", client_ref="b-1"),
+            ]
+        )
+        assert (bulk.total, bulk.created, bulk.skipped, bulk.rejected) == (3, 1, 2, 0)
+        assert [r.status for r in bulk.results] == ["created", "skipped", "skipped"]
+        assert bulk.results[2].reason == "already_ingested"
+        assert bulk.results[2].memory_ids == bulk.results[0].memory_ids
+        [peanut_id] = bulk.results[0].memory_ids
+
+        found = client.query("peanuts", k=3)
+        assert [m.text for m in found.memories] == ["Allergic to peanuts"]
+        assert found.memories[0].id == peanut_id
+        assert found.memories[0].score is not None
+        assert "Allergic to peanuts" in (found.context or "")
+        retrieved = client.retrieve("Lisbon", k=3)
+        assert [m.id for m in retrieved.memories] == [added.id]
+        assert client.query("Lisbon", session_id="other").memories == []
+        assert other.query("peanuts").memories == []  # another end user sees nothing
+
+        got = client.get(added.id)
+        assert (got.id, got.text, got.tags) == (added.id, "Lives in Lisbon", ["home"])
+        with pytest.raises(memorysync.NotFoundError):
+            other.get(added.id)
+
+        updated = client.update(added.id, tags=["home", "city"], importance=0.9, event_type="fact")
+        assert (updated.tags, updated.importance, updated.event_type) == (
+            ["home", "city"],
+            0.9,
+            "fact",
+        )
+        history = client.history(added.id)
+        assert history.total == 2
+        assert [r.event for r in history.revisions] == ["created", "updated"]
+        assert set(history.revisions[1].changed_fields) == {"tags", "importance", "event_type"}
+        assert history.revisions[1].diff["tags"] == {"old": ["home"], "new": ["home", "city"]}
+        assert "tags" in history.tracked_fields
+
+        batch = client.batch_update(
+            [
+                memorysync.BatchUpdateItem(memory_id=peanut_id, importance=1.0),
+                memorysync.BatchUpdateItem(memory_id=999_999, tags=["x"]),
+            ]
+        )
+        assert (batch.total, batch.updated, batch.not_found) == (2, 1, 1)
+        assert [r.status for r in batch.results] == ["updated", "not_found"]
+        assert client.get(peanut_id).importance == 1.0
+
+        exported = client.export_all()
+        assert sorted(m["id"] for m in exported.memories) == sorted([added.id, peanut_id])
+        assert exported.generated_at
+
+        assert client.forget([peanut_id]) == [peanut_id]
+        assert [m["text"] for m in stored_memories(srv, "local", "ana")] == ["Lives in Lisbon"]
+        with pytest.raises(memorysync.NotFoundError):
+            client.history(peanut_id)  # its change records went with it
+    finally:
+        client.close()
+        other.close()
+
+
+def test_other_client_routes_answer_501_naming_the_route(
+    make_local_server: Callable[..., Any],
+) -> None:
+    srv = make_local_server(served=True)
+    client = memorysync.MemorySyncClient(srv.api_key, srv.base_url, end_user_id="ana")
+    try:
+        with pytest.raises(memorysync.ServerError) as caught:
+            client.summarize([1])
+        assert caught.value.status_code == 501
+        assert "does not implement POST /memory/summarize" in str(caught.value)
+        with pytest.raises(memorysync.ServerError) as ontology:
+            client.get_ontology()
+        assert ontology.value.status_code == 501
+        with pytest.raises(memorysync.ServerError) as connections:
+            client.connections.list()
+        assert connections.value.status_code == 501
+    finally:
+        client.close()
+    # Every listed route, by method, answers 501 and names itself (never 404).
+    with httpx.Client(base_url=srv.base_url, headers={"X-API-Key": srv.api_key}) as http:
+        for method, path, name in UNSUPPORTED:
+            concrete = path.replace("{memory_id}", "7").replace("{job_id}", "j1")
+            answer = http.request(method, concrete, json={})
+            assert answer.status_code == 501, (method, path)
+            assert f"{method} {path}" in answer.json()["detail"], name
+
+
+def test_the_unsupported_list_covers_the_client() -> None:
+    """Every public memory method of the client is served or listed as unsupported."""
+    served = {
+        "add", "bulk_add", "query", "retrieve", "get", "update", "history", "forget",
+        "export_all", "batch_update", "add_turn", "recall", "status", "list_memories",
+        "append_history", "list_history", "delete_history",
+    }  # fmt: skip
+    listed = {name for _, _, name in UNSUPPORTED}
+    public = {
+        name
+        for name, value in inspect.getmembers(memorysync.MemorySyncClient, inspect.isfunction)
+        if not name.startswith("_") and name not in {"close"}
+    }
+    assert public - served - listed == set()

@@ -365,7 +365,8 @@ def build(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks; writes bench/results.md and the latency chart. Not a test."""
-    session.install("matplotlib>=3.8")
+    session.install("matplotlib>=3.8", "opentelemetry-sdk>=1.27")
     session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
+    session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
     session.run("python", "-m", "bench", *session.posargs)

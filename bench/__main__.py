@@ -18,6 +18,8 @@ import warnings
 from pathlib import Path
 
 from . import (
+    ag2_v1,
+    agent_framework,
     budget,
     capture,
     history,
@@ -27,6 +29,7 @@ from . import (
     recall_quality,
     recall_speed,
     server_bench,
+    telemetry,
 )
 from ._report import chart, markdown
 from ._server import BenchServer
@@ -55,7 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     sections: list[Section] = []
     with BenchServer() as server:
         server.seed()
-        for module in (hot_paths, budget, loop_health, many_users, capture):
+        for module in (
+            hot_paths,
+            budget,
+            loop_health,
+            many_users,
+            capture,
+            ag2_v1,
+            agent_framework,
+        ):
             step = time.perf_counter()
             print(f"running {module.__name__} ...", file=sys.stderr, flush=True)
             sections += module.run(server, quick=args.quick)
@@ -74,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     sections += recall_quality.run(quick=args.quick)
     print("running recall at 100k memories (item 10) ...", file=sys.stderr)
     sections += recall_speed.run(quick=args.quick)
+    # Last: it installs OpenTelemetry's SDK in this process, for good.
+    print("running the telemetry overhead (item 11, embedded server) ...", file=sys.stderr)
+    sections += telemetry.run(quick=args.quick)
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text(markdown(sections, elapsed=elapsed, quick=args.quick))

@@ -69,7 +69,7 @@ async def _measure(server: BenchServer, rounds: int) -> Section:
     s_ours = stat("ag2 1.x middleware recall", ours)
     s_bare = stat("bare AsyncClient POST", bare)
     return Section(
-        title="ag2 1.x hot path",
+        title="12. ag2 1.x hot path",
         setup=(
             f"{rounds} interleaved rounds, warm connections; a new per-turn middleware per "
             "call; recall returns 5 of the user's 10 memories."

@@ -84,7 +84,7 @@ async def _measure(server: BenchServer, rounds: int) -> Section:
     s_ours = stat("Agent Framework before_run", ours)
     s_bare = stat("bare AsyncClient POST", bare)
     return Section(
-        title="Agent Framework hot path",
+        title="13. Agent Framework hot path",
         setup=(
             f"{rounds} interleaved rounds, warm connections; a fresh SessionContext per "
             "call; recall returns 5 of the user's 10 memories."

@@ -68,13 +68,15 @@ async def recall_within_budget(
     if not isinstance(prompt, str) or not prompt.strip():
         return RecallResult.EMPTY
     budget = timeout if isinstance(timeout, (int, float)) and math.isfinite(timeout) else 0.0
-    attributes: dict[str, telemetry.AttributeValue] = {
-        "memorysync.surface": api.source,
-        "memorysync.top_k": k if k is not None else 0,
-        "memorysync.budget_s": budget,
-        **telemetry.user_attributes(user_id),
-        **telemetry.query_attributes(prompt),
-    }
+    attributes: dict[str, telemetry.AttributeValue] = {}
+    if telemetry.tracing():  # the digest and the dict cost nothing when nobody traces
+        attributes = {
+            "memorysync.surface": api.source,
+            "memorysync.top_k": k if k is not None else 0,
+            "memorysync.budget_s": budget,
+            **telemetry.user_attributes(user_id),
+            **telemetry.query_attributes(prompt),
+        }
     loop = asyncio.get_running_loop()
     started = loop.time()
     with telemetry.span("memorysync.recall", attributes) as current:

@@ -47,6 +47,23 @@ class _State:
     enabled = _AVAILABLE and os.environ.get("MEMORYSYNC_TELEMETRY", "").lower() != "off"
     settings = TelemetrySettings()
     instruments: _Instruments | None = None
+    tracer: tuple[object, Any] | None = None  # (provider, its tracer)
+
+
+def _tracer() -> Any:
+    """The tracer of the configured SDK, or None while no SDK is configured.
+
+    Until an application sets a tracer provider, the API's proxy would only hand out
+    non-recording spans: skipping them keeps the hot path at its uninstrumented cost.
+    """
+    provider = otel_trace.get_tracer_provider()
+    if isinstance(provider, otel_trace.ProxyTracerProvider):
+        return None
+    cached = _State.tracer
+    if cached is None or cached[0] is not provider:
+        cached = (provider, provider.get_tracer(INSTRUMENTATION_NAME, __version__))
+        _State.tracer = cached
+    return cached[1]
 
 
 def configure_telemetry(*, record_query: bool = False, record_user_id: bool = False) -> None:
@@ -68,9 +85,19 @@ def configure_telemetry(*, record_query: bool = False, record_user_id: bool = Fa
     _State.settings = TelemetrySettings(record_query, record_user_id)
 
 
+def available() -> bool:
+    """True when ``opentelemetry-api`` is importable."""
+    return _AVAILABLE
+
+
 def set_enabled(enabled: bool) -> None:
     """Turn spans and metrics on or off (the benchmark's baseline); API needed for on."""
     _State.enabled = bool(enabled) and _AVAILABLE
+
+
+def tracing() -> bool:
+    """True when spans are recorded: telemetry on and an SDK's tracer provider set."""
+    return _State.enabled and _tracer() is not None
 
 
 def user_attributes(user_id: str) -> dict[str, AttributeValue]:
@@ -111,10 +138,10 @@ def span(
     re-raised; its message is not recorded, since a server's error text may quote the
     user's words.
     """
-    if not _State.enabled:
+    tracer = _tracer() if _State.enabled else None
+    if tracer is None:
         yield _NO_SPAN
         return
-    tracer = otel_trace.get_tracer(INSTRUMENTATION_NAME, __version__)
     with tracer.start_as_current_span(
         name,
         context=otel_context.Context() if root else None,
@@ -132,7 +159,7 @@ def span(
 
 def capture_context() -> object | None:
     """The caller's trace context, to attach on another thread with :func:`attached`."""
-    return otel_context.get_current() if _State.enabled else None
+    return otel_context.get_current() if tracing() else None
 
 
 @contextlib.contextmanager
@@ -167,6 +194,8 @@ def explicit_call(name: str) -> Callable[[AsyncMethod[S, P, T]], AsyncMethod[S, 
     def wrap(method: AsyncMethod[S, P, T]) -> AsyncMethod[S, P, T]:
         @functools.wraps(method)
         async def traced(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+            if not tracing():
+                return await method(self, *args, **kwargs)
             with span(name, self.span_attributes()):
                 return await method(self, *args, **kwargs)
 
@@ -211,8 +240,8 @@ class _Instruments:
 
 
 def instruments() -> _Instruments | None:
-    """The metric instruments, or None when telemetry is off."""
-    if not _State.enabled:
+    """The metric instruments, or None when telemetry is off or no SDK meter is set."""
+    if not _State.enabled or type(otel_metrics.get_meter_provider()).__name__.startswith("_Proxy"):
         return None
     if _State.instruments is None:
         _State.instruments = _Instruments()

@@ -160,7 +160,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over every package's sources."""
     session.install("mypy==1.18.2", *TEST_TOOLS)
-    session.install("-e", CORE, "-e", f"{LOCAL}", "-e", AUTOGEN, "-e", AG2)
+    session.install("-e", CORE, "-e", f"{LOCAL}[otel]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
     session.run(
@@ -213,7 +213,7 @@ def _declared_floor(distribution: str) -> str:
 def local(session: nox.Session) -> None:
     """memorysync-local's tests, including the official client's interop test."""
     session.install(*TEST_TOOLS, "memorysync==1.10.1")
-    session.install("-e", CORE, "-e", f"{LOCAL}[otel]")
+    session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic]")
     session.run("pytest", f"{LOCAL}/tests", *session.posargs)
 
 

@@ -478,7 +478,10 @@ async def test_transport_failures_and_timeouts_are_connection_errors(
     assert isinstance(refused.value.__cause__, httpx.ConnectError)
     with pytest.raises(APITimeoutError) as slow:
         await client.query(user_id="u", prompt="p")
-    assert str(slow.value) == "POST /v1/memory/query -> timeout: ReadTimeout"
+    assert str(slow.value) == (
+        f"could not search memories at {client.base_url}: "
+        "POST /v1/memory/query -> timeout: ReadTimeout"
+    )
 
 
 async def test_an_unauthorised_key_resolves_to_the_default_tenant(mock: respx.MockRouter) -> None:

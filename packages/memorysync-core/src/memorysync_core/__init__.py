@@ -45,6 +45,7 @@ from ._errors import (
     ResponseFormatError,
     ServerError,
     UnsupportedError,
+    UnsupportedUserIdError,
     ValidationError,
 )
 from ._recall import RecallResult, recall_within_budget
@@ -55,12 +56,13 @@ from ._seeds import (
     assistant_turn_seed,
     fnv1a64,
     new_capture_id,
+    sendable_text,
     truncate_text,
     user_turn_seed,
 )
 from ._sync import SyncUserMemory
-from ._tool_texts import TOOL_TEXTS, ToolTexts
 from ._telemetry import configure_telemetry
+from ._tool_texts import TOOL_TEXTS, ToolTexts
 from ._turns import CapturedTurn
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._users_data import (
@@ -108,6 +110,7 @@ __all__ = [
     "SyncUsersDataMethods",
     "ToolTexts",
     "UnsupportedError",
+    "UnsupportedUserIdError",
     "UserMemory",
     "UsersDataMethods",
     "ValidationError",
@@ -120,6 +123,7 @@ __all__ = [
     "fnv1a64",
     "new_capture_id",
     "recall_within_budget",
+    "sendable_text",
     "truncate_text",
     "user_turn_seed",
 ]

@@ -13,10 +13,20 @@ from urllib.parse import quote
 
 import httpx
 
+from . import _end_user, _transport
 from . import _telemetry as telemetry
-from . import _transport
 from ._config import resolve_api_key, resolve_base_url, resolve_project_id
-from ._errors import AuthError, MemorySyncError, ResponseFormatError
+from ._errors import (
+    APIConnectionError,
+    APIStatusError,
+    AuthError,
+    MemorySyncError,
+    RateLimitError,
+    ResponseFormatError,
+    ServerError,
+    UnsupportedUserIdError,
+)
+from ._operation import operation, with_operation
 from ._version import __version__
 
 _logger = logging.getLogger("memorysync.client")
@@ -129,6 +139,8 @@ class MemorySyncAPI:
         self._source = source
         self._leases: dict[int, _Lease] = {}
         self._tenant_task: asyncio.Task[str] | None = None
+        # Whether the server decodes encoded X-End-User-ID values; None until asked.
+        self._decodes_user_ids: bool | None = None
         self._closed = False
 
     # ----------------------------------------------------------------- attributes
@@ -214,7 +226,7 @@ class MemorySyncAPI:
 
     # ----------------------------------------------------------------- plumbing
 
-    def _headers(self, end_user: str | None) -> dict[str, str]:
+    def _headers(self) -> dict[str, str]:
         headers = {
             "X-API-Key": self._api_key,
             "Accept": "application/json",
@@ -222,9 +234,41 @@ class MemorySyncAPI:
         }
         if self._project_id is not None:
             headers["X-Project-ID"] = self._project_id
-        if end_user is not None:
-            headers["X-End-User-ID"] = end_user
         return headers
+
+    async def _end_user_headers(self, user_id: str) -> dict[str, str]:
+        """``X-End-User-ID`` for ``user_id``: as it is, or encoded for a server that decodes."""
+        if _end_user.travels_raw(user_id):
+            return {_end_user.HEADER: user_id}
+        if not await self._server_decodes_user_ids():
+            shown = user_id if len(user_id) <= 80 else user_id[:80] + "..."
+            raise UnsupportedUserIdError(
+                f"user_id {shown!r} cannot be sent to {self._base_url}: the X-End-User-ID "
+                "header carries printable ASCII without leading or trailing spaces, and "
+                f"this server does not list the '{_end_user.CAPABILITY}' capability "
+                "(GET /health) that lets other ids travel encoded. Nothing was sent. Use "
+                "an ASCII user id with this server, or a server that decodes the header "
+                "(memorysync-local does)"
+            )
+        return {
+            _end_user.HEADER: _end_user.encode(user_id),
+            _end_user.ENCODING_HEADER: _end_user.ENCODING,
+        }
+
+    async def _server_decodes_user_ids(self) -> bool:
+        """True when ``GET /health`` lists the header encoding (asked once, then cached)."""
+        if self._decodes_user_ids is None:
+            try:
+                body = await self._request("GET", "/health")
+            except (ServerError, RateLimitError):
+                raise  # passing: ask again on the next call
+            except (APIStatusError, ResponseFormatError):
+                body = None  # no /health, or not JSON: a server without the capability
+            capabilities = body.get("capabilities") if isinstance(body, dict) else None
+            self._decodes_user_ids = (
+                isinstance(capabilities, list) and _end_user.CAPABILITY in capabilities
+            )
+        return self._decodes_user_ids
 
     async def _request(
         self,
@@ -242,21 +286,31 @@ class MemorySyncAPI:
         ``route`` is the path template used in messages (defaults to ``path``).
         """
         route = route or path
+        headers = self._headers()
+        if end_user is not None:
+            headers.update(await self._end_user_headers(end_user))
         _logger.debug("%s %s", method, route)
-        return await _transport.send(
-            self._client(),
-            method,
-            self._base_url + path,
-            route=route,
-            headers=self._headers(end_user),
-            secret=self._api_key,
-            json=json,
-            params=params,
-            timeout=self._timeout if timeout is None else timeout,
-        )
+        try:
+            return await _transport.send(
+                self._client(),
+                method,
+                self._base_url + path,
+                route=route,
+                headers=headers,
+                secret=self._api_key,
+                json=json,
+                params=params,
+                timeout=self._timeout if timeout is None else timeout,
+            )
+        except APIConnectionError as exc:
+            # Say what did not happen, and where: the route alone may be an internal one.
+            raise with_operation(exc, _transport.scrub(self._base_url, self._api_key)) from (
+                exc.__cause__
+            )
 
     # ----------------------------------------------------------------- tenant
 
+    @operation("resolve the tenant")
     async def resolve_tenant_id(self) -> str:
         """The tenant of this key: cached, single-flight, ``"default"`` on 401/403.
 
@@ -306,6 +360,7 @@ class MemorySyncAPI:
             route="/org/projects",
         )
 
+    @operation("warm up")
     async def warm_up(self) -> None:
         """Resolve the tenant and open the connection, off the hot path. Never raises."""
         try:
@@ -318,6 +373,7 @@ class MemorySyncAPI:
 
     # ----------------------------------------------------------------- v1 memory
 
+    @operation("add a turn")
     async def add_turn(
         self,
         *,
@@ -350,6 +406,7 @@ class MemorySyncAPI:
         answer = await self._request("POST", "/v1/memory/add_turn", json=body)
         return _expect_dict(answer, method="POST", route="/v1/memory/add_turn")
 
+    @operation("recall")
     async def recall(
         self,
         *,
@@ -371,6 +428,7 @@ class MemorySyncAPI:
         answer = await self._request("POST", "/v1/memory/recall", json=body)
         return _expect_dict(answer, method="POST", route="/v1/memory/recall")
 
+    @operation("search memories")
     async def query(self, *, user_id: str, prompt: str, k: int | None = None) -> dict[str, Any]:
         """``POST /v1/memory/query``: plain semantic search, ``{"memories": [...]}``."""
         _require_text("user_id", user_id)
@@ -381,6 +439,7 @@ class MemorySyncAPI:
         answer = await self._request("POST", "/v1/memory/query", json=body)
         return _expect_dict(answer, method="POST", route="/v1/memory/query")
 
+    @operation("list memories")
     async def list_memories(self, *, user_id: str, page_size: int = 500) -> list[dict[str, Any]]:
         """Every memory of ``user_id``, newest first, paging ``limit``/``offset`` to the end."""
         _require_text("user_id", user_id)
@@ -405,6 +464,7 @@ class MemorySyncAPI:
             if len(page) < page_size or (isinstance(total, int) and offset >= total):
                 return memories
 
+    @operation("read a memory's status")
     async def memory_status(self, memory_id: int | str) -> dict[str, Any]:
         """``GET /v1/memory/status/{memory_id}``: ``{"memory_id", "status"}``."""
         number = memory_id_to_int(memory_id)
@@ -414,6 +474,7 @@ class MemorySyncAPI:
 
     # ----------------------------------------------------------------- /memory (end user)
 
+    @operation("forget memories")
     async def forget(
         self,
         *,
@@ -461,6 +522,7 @@ class MemorySyncAPI:
                 "DELETE /memory/forget -> 200: the list holds a non-id", route="/memory/forget"
             ) from exc
 
+    @operation("add a memory")
     async def add_memory(
         self,
         *,
@@ -495,6 +557,7 @@ class MemorySyncAPI:
 
     # ----------------------------------------------------------------- history
 
+    @operation("append to the history")
     async def append_history(
         self,
         *,
@@ -526,6 +589,7 @@ class MemorySyncAPI:
         answer = await self._request("POST", "/v1/history/append", json=body)
         return _expect_dict(answer, method="POST", route="/v1/history/append")
 
+    @operation("list the history")
     async def list_history(
         self, *, user_id: str, session_id: str, source: str | None = None, limit: int = 0
     ) -> dict[str, Any]:
@@ -543,6 +607,7 @@ class MemorySyncAPI:
         answer = await self._request("POST", "/v1/history/list", json=body)
         return _expect_dict(answer, method="POST", route="/v1/history/list")
 
+    @operation("delete history")
     async def delete_history(
         self,
         *,

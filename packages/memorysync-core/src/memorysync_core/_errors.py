@@ -13,6 +13,7 @@ __all__ = [
     "ResponseFormatError",
     "ServerError",
     "UnsupportedError",
+    "UnsupportedUserIdError",
     "ValidationError",
 ]
 
@@ -128,3 +129,13 @@ class UnsupportedError(APIStatusError):
 
 class ResponseFormatError(MemorySyncError):
     """A 2xx answer whose body is not JSON or does not have the contract's shape."""
+
+
+class UnsupportedUserIdError(MemorySyncError, ValueError):
+    """A user id that cannot travel in ``X-End-User-ID`` to a server that cannot decode it.
+
+    Raised before the request is sent: an id with characters outside printable ASCII
+    (or leading or trailing whitespace) needs the header encoding, and the server does
+    not list ``end-user-id-encoding`` among the capabilities of ``GET /health``. Sent
+    raw, the id would name another user (or fail). Also a ``ValueError``.
+    """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 
 MAX_TEXT_CHARS = 16_000
@@ -32,6 +33,51 @@ def truncate_text(text: str, *, limit: int = MAX_TEXT_CHARS) -> str:
         return stripped
     _logger.debug("truncated a text of %s characters to %s", len(stripped), limit)
     return stripped[:limit]
+
+
+# A sentence ends at . ! ? or an ellipsis (then closing quotes or brackets, then
+# whitespace), at a CJK full stop, question or exclamation mark, or at a line break.
+_SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u2019\u201d)\]]*(?=\s)|[\u3002\uff01\uff1f]|(?=\n)")
+_LAST_SPACE = re.compile(r"\s\S*\Z")
+
+
+def sendable_text(text: str, *, limit: int = MAX_TEXT_CHARS) -> str:
+    """The text a captured turn sends: stripped, and cut at a boundary when too long.
+
+    A text longer than ``limit`` code points is cut at the last sentence end within
+    the limit, else at the last whitespace, else at the limit itself, so the server
+    never extracts a fact from half a sentence ("Allergic to pea"). The cut is logged
+    at WARNING (lengths only). The seed does not use this text: it keeps the
+    contract's hard cut (:func:`truncate_text`), so every client agrees on it.
+
+    >>> sendable_text("One. Two three four", limit=10)
+    'One.'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit!r}")
+    stripped = text.strip()
+    if len(stripped) <= limit:
+        return stripped
+    window = stripped[: limit + 1]  # one more: is the limit itself a boundary?
+    ends = [m.end() for m in _SENTENCE_END.finditer(window) if 0 < m.end() <= limit]
+    if ends:
+        kept, at = stripped[: ends[-1]].rstrip(), "a sentence end"
+    else:
+        space = _LAST_SPACE.search(window)
+        if space is not None and space.start() > 0:
+            kept, at = stripped[: space.start()].rstrip(), "whitespace"
+        else:
+            kept, at = stripped[:limit], "the limit (no whitespace)"
+    _logger.warning(
+        "a turn of %s characters is over the %s-character limit: sent its first %s, cut at %s",
+        len(stripped),
+        limit,
+        len(kept),
+        at,
+    )
+    return kept
 
 
 def fnv1a64(text: str) -> str:

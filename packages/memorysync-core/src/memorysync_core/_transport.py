@@ -200,7 +200,9 @@ def status_error(
     if len(server_message) > 500:
         server_message = server_message[:500] + "..."
     message = scrub(f"{method} {route} -> {status}: {server_message}", secret)
+    # A server may echo anything as its request id, the key included: scrub it too.
     rid = _request_id(response, body)
+    rid = scrub(rid, secret) if rid is not None else None
     kwargs: dict[str, Any] = {"status_code": status, "request_id": rid, "route": route}
     if status == 429:
         return RateLimitError(message, retry_after=_retry_after_from(body, response), **kwargs)
@@ -234,16 +236,17 @@ def transport_error(
     )
 
 
-def decode_body(response: httpx.Response, *, method: str, route: str) -> Any:
+def decode_body(response: httpx.Response, *, method: str, route: str, secret: str = "") -> Any:
     """The JSON body of a 2xx answer (None for 204 or an empty body)."""
     if response.status_code == 204 or not response.content:
         return None
     body = _decode_json(response)
     if body is _NOT_JSON:
+        rid = response.headers.get("x-request-id")
         raise ResponseFormatError(
             f"{method} {route} -> {response.status_code}: the answer is not JSON",
             status_code=response.status_code,
-            request_id=response.headers.get("x-request-id"),
+            request_id=scrub(rid, secret) if rid else None,
             route=route,
         )
     return body
@@ -285,4 +288,4 @@ async def send(
             current.set_attribute("memorysync.request_id", scrub(request_id, secret))
         if not response.is_success:
             raise status_error(response, method=method, route=route, secret=secret)
-        return decode_body(response, method=method, route=route)
+        return decode_body(response, method=method, route=route, secret=secret)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from ._seeds import assistant_turn_seed, new_capture_id, truncate_text, user_turn_seed
+from ._seeds import assistant_turn_seed, new_capture_id, sendable_text, user_turn_seed
 
 Role = Literal["user", "assistant"]
 
@@ -102,14 +102,16 @@ class CapturedTurn:
             raise ValueError(f"scope must be a non-empty string, got {scope!r}")
         if capture_id is not None and (not isinstance(capture_id, str) or not capture_id):
             raise ValueError(f"capture_id (turn_id) must be a non-empty string, got {capture_id!r}")
-        normalized = truncate_text(text)
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string, got {type(text).__name__}")
         seed_of = user_turn_seed if role == "user" else assistant_turn_seed
         seq = next_seq()
         return cls(
             role=role,
-            text=normalized,
+            # Sent: cut at a sentence end. Seed: the contract's hard cut, like every client.
+            text=sendable_text(text),
             scope=scope,
-            seed=seed_of(scope, normalized),
+            seed=seed_of(scope, text),
             capture_id=capture_id if capture_id is not None else new_capture_id(),
             occurred_at=iso_from_micros(seq),
             name=name,

@@ -12,10 +12,11 @@ from . import _telemetry as telemetry
 from . import _users_data
 from ._client import MemorySyncAPI, memory_id_to_int
 from ._errors import ResponseFormatError
+from ._operation import operation
 from ._recall import RecallResult, recall_within_budget
 from ._render import ContextRenderer, RecalledMemory, parse_memories
 from ._retry import RetryPolicy, call_with_retries
-from ._seeds import fnv1a64, truncate_text
+from ._seeds import fnv1a64, sendable_text, truncate_text
 from ._turns import CapturedTurn, Role
 from ._users_data import ForgetReport, ImportReport, MemoryPage
 
@@ -202,6 +203,7 @@ class UserMemory:
         )
 
     @telemetry.explicit_call("memorysync.search")
+    @operation("search memories")
     async def search(
         self, query: str, *, k: int | None = None, min_score: float | None = None
     ) -> list[RecalledMemory]:
@@ -232,13 +234,15 @@ class UserMemory:
     # ----------------------------------------------------------------- writes
 
     @telemetry.explicit_call("memorysync.save")
+    @operation("save a memory")
     async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
         """Offer ``text`` as a fact (``/memory/add``); the server decides whether it is kept.
 
         The ``client_ref`` is derived from the scope and the text, so saving the same
         text again in this session is recognised instead of stored twice.
         """
-        normalized = truncate_text(text)
+        # Cut at a sentence end when too long: half a sentence can be a wrong fact.
+        normalized = sendable_text(text)
         if not normalized:
             raise ValueError("text must be a non-empty string")
         client_ref = f"{self._surface}:{fnv1a64(self._scope + chr(0) + normalized)}"
@@ -273,6 +277,7 @@ class UserMemory:
         return CapturedTurn.capture(role, text, scope=self._scope, capture_id=turn_id, name=name)
 
     @telemetry.explicit_call("memorysync.add_turn")
+    @operation("add a turn")
     async def add_user_turn(
         self,
         text: str,
@@ -300,6 +305,7 @@ class UserMemory:
         )
 
     @telemetry.explicit_call("memorysync.record")
+    @operation("record turns")
     async def record_turns(
         self,
         turns: Sequence[CapturedTurn],
@@ -331,6 +337,7 @@ class UserMemory:
             self.retry,
         )
 
+    @operation("record an exchange")
     async def record_exchange(
         self,
         user_text: str,
@@ -357,6 +364,7 @@ class UserMemory:
     # ----------------------------------------------------------------- clear
 
     @telemetry.explicit_call("memorysync.clear")
+    @operation("clear memories")
     async def clear(self, scope: Literal["session", "user"] = "session") -> ClearResult:
         """Forget this session's memories and transcript, or (``"user"``) every memory.
 

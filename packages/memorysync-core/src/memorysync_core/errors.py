@@ -12,11 +12,15 @@
     │   ├── RateLimitError           429, with ``retry_after`` seconds (or None)
     │   ├── ServerError              5xx except 501
     │   └── UnsupportedError         501, or an extension route the server lacks
-    └── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
+    ├── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
+    └── UnsupportedUserIdError       a user id this server cannot take in X-End-User-ID
+                                     (also a ValueError; raised before anything is sent)
 
 Messages read ``"<METHOD> <route> -> <status>: <server message>"`` where the route is
 the path template (``/v1/memory/{tenant_id}/{user_id}/list``); ``repr()`` shows only
-the class, status and request id. The API key never appears in either. Misuse of the
+the class, status and request id. The API key never appears in either. A transport
+failure names the operation and the server instead: ``"could not add a turn at
+https://...: GET /org/projects -> connection error: ConnectError: ..."``. Misuse of the
 API (a blank key, both ``memory_ids`` and ``filters``) raises ``ValueError`` or
 ``TypeError`` instead.
 
@@ -45,6 +49,7 @@ from ._errors import (
     ResponseFormatError,
     ServerError,
     UnsupportedError,
+    UnsupportedUserIdError,
     ValidationError,
 )
 
@@ -59,5 +64,6 @@ __all__ = [
     "ResponseFormatError",
     "ServerError",
     "UnsupportedError",
+    "UnsupportedUserIdError",
     "ValidationError",
 ]

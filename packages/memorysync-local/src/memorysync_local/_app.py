@@ -17,6 +17,7 @@ from urllib.parse import unquote_to_bytes
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
 
+from memorysync_local._end_user import CAPABILITY, read_end_user
 from memorysync_local._errors import install_error_handlers
 from memorysync_local._extract import Extractor, RuleBasedExtractor
 from memorysync_local._guard import BODY_TIMEOUT_SECONDS, GuardMiddleware
@@ -40,7 +41,6 @@ from memorysync_local._version import __version__
 
 DEV_API_KEY = "ms_local_dev_key"
 DEFAULT_K = 5
-MAX_END_USER_CHARS = 512
 
 
 def create_app(
@@ -106,12 +106,11 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             raise HTTPException(401, "unknown API key")
         return found
 
-    async def end_user(x_end_user_id: Annotated[str | None, Header()] = None) -> str:
-        if x_end_user_id is None or not x_end_user_id.strip():
-            raise HTTPException(400, "X-End-User-ID header is required on /memory routes")
-        if len(x_end_user_id) > MAX_END_USER_CHARS:
-            raise HTTPException(400, f"X-End-User-ID longer than {MAX_END_USER_CHARS} characters")
-        return x_end_user_id
+    async def end_user(
+        x_end_user_id: Annotated[str | None, Header()] = None,
+        x_end_user_id_encoding: Annotated[str | None, Header()] = None,
+    ) -> str:
+        return read_end_user(x_end_user_id, x_end_user_id_encoding)
 
     Auth = Annotated[Caller, Depends(caller)]
     EndUser = Annotated[str, Depends(end_user)]
@@ -128,10 +127,10 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             raise QuotaExceeded(store.retry_after())
         return True
 
-    @app.get("/health", tags=["meta"], response_model=dict[str, str])
+    @app.get("/health", tags=["meta"], response_model=dict[str, str | list[str]])
     def health() -> Response:
-        """Liveness probe (no key needed)."""
-        return _answer({"status": "ok", "version": __version__})
+        """Liveness probe (no key needed), with the protocol extensions this server has."""
+        return _answer({"status": "ok", "version": __version__, "capabilities": [CAPABILITY]})
 
     @app.get("/org/projects", tags=["org"], response_model=list[dict[str, Any]])
     def projects(who: Auth) -> Response:

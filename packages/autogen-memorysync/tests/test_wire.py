@@ -12,7 +12,7 @@ import respx
 from autogen_core.memory import MemoryContent, MemoryMimeType
 
 from memorysync_core import __version__ as core_version
-from memorysync_core import assistant_turn_seed, user_turn_seed
+from memorysync_core import assistant_turn_seed, fnv1a64, user_turn_seed
 from memorysync_core.errors import RateLimitError, ServerError, ValidationError
 
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -86,16 +86,17 @@ async def test_add_does_not_send_non_user_turns(
     assert route.call_count == 0
 
 
-async def test_add_truncates_text_at_16000_characters(
+async def test_add_cuts_a_long_text_at_a_sentence_end_and_keeps_the_contract_seed(
     server: respx.MockRouter, make_memory: Any
 ) -> None:
     route = server.post("/v1/memory/add_turn").respond(json=ADD_TURN_OK)
-    text = "I like trains. " * 2000  # 30,000 characters
+    text = "I like trains. " * 2000  # 30,000 characters; the hard cut ends "I like tra"
 
     await make_memory().add(MemoryContent(content=text, mime_type=MemoryMimeType.TEXT))
 
-    sent = _body(route.calls.last.request)["text"]
-    assert sent == text.strip()[:16_000]
+    body = _body(route.calls.last.request)
+    assert body["text"] == ("I like trains. " * 1066).strip()  # 15,989 characters
+    assert body["speaker"].endswith("#h" + fnv1a64("human:" + text.strip()[:16_000]))
 
 
 async def test_add_retries_a_transient_failure_with_the_same_body_then_succeeds(

@@ -234,8 +234,16 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         user's turn and is sent; any other role (assistant, system, tool, ...) is not
         sent. Scalar metadata travels with the turn (your dict is not modified);
         ``metadata["turn_id"]`` is used as the capture id when present. Raises the
-        typed errors of ``memorysync_core.errors`` after bounded retries.
+        typed errors of ``memorysync_core.errors`` after bounded retries. JSON content
+        (a dict) is a ``TypeError``: MemorySync learns facts from what the user said.
         """
+        if not isinstance(content, MemoryContent):
+            raise TypeError(f"content must be a MemoryContent, got {type(content).__name__}")
+        if isinstance(content.content, dict):
+            raise TypeError(
+                "content.content is a dict (JSON): add() takes what the user said, as text; "
+                "send the sentence instead, e.g. 'I live in Lisbon.'"
+            )
         metadata = dict(content.metadata or {})
         role = metadata.get("role")
         if role is not None and str(role).strip().lower() not in _USER_ROLES:
@@ -317,6 +325,8 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
             raise TypeError(f"query() got unexpected keyword arguments: {sorted(kwargs)}")
         if k is not None and limit is not None and k != limit:
             raise ValueError(f"pass k or limit, not both with different values ({k}, {limit})")
+        if not isinstance(query, (str, MemoryContent)):
+            raise TypeError(f"query must be a str or MemoryContent, got {type(query).__name__}")
         text = query if isinstance(query, str) else _content_text(query)
         if not text.strip():
             raise ValueError("query must be non-empty text")

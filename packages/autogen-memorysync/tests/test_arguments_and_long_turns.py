@@ -1,0 +1,65 @@
+"""Bad arguments name themselves; a long turn stores no fact from a fragment (issue 12)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from autogen_core.memory import MemoryContent, MemoryMimeType
+
+from autogen_memorysync import MemorySyncMemory
+from memorysync_core import MAX_TEXT_CHARS
+from shared.local_server import stored_memories
+
+FILLER = "The quick brown fox jumps over the lazy dog again. "
+
+
+def long_turn(early: str, fact: str = "I am allergic to peanuts.") -> str:
+    """``early``, filler, then ``fact`` cut by the contract's 16,000-character limit."""
+    count = (MAX_TEXT_CHARS - len(early) - 1 - len(fact)) // len(FILLER)
+    prefix = early + " " + FILLER * count
+    gap = MAX_TEXT_CHARS - len(prefix) - len(fact) + 5
+    text = prefix + "z" * (gap - 1) + " " + fact + " " + FILLER * 300
+    assert text[:MAX_TEXT_CHARS].endswith(fact[:-5])
+    return text
+
+
+@pytest.fixture
+async def memory(local_server: Any) -> Any:
+    made = MemorySyncMemory(
+        user_id="alice",
+        api_key=local_server.api_key,
+        base_url=local_server.base_url,
+        transport=local_server.transport,
+    )
+    yield made
+    await made.close()
+
+
+async def test_query_none_is_a_type_error_naming_the_parameter(memory: MemorySyncMemory) -> None:
+    with pytest.raises(TypeError, match=r"query must be .*got NoneType"):
+        await memory.query(None)  # type: ignore[arg-type]
+
+
+async def test_add_none_is_a_type_error_naming_the_parameter(memory: MemorySyncMemory) -> None:
+    with pytest.raises(TypeError, match=r"content must be a MemoryContent, got NoneType"):
+        await memory.add(None)  # type: ignore[arg-type]
+
+
+async def test_add_of_json_content_raises_and_stores_nothing(
+    memory: MemorySyncMemory, local_server: Any
+) -> None:
+    content = MemoryContent(content={"city": "Lisbon"}, mime_type=MemoryMimeType.JSON)
+    with pytest.raises(TypeError, match=r"content\.content.*dict"):
+        await memory.add(content)
+    assert stored_memories(local_server, local_server.tenant_id, "alice") == []
+
+
+async def test_a_long_turn_stores_no_fact_from_its_fragment(
+    memory: MemorySyncMemory, local_server: Any
+) -> None:
+    await memory.add_turn_pair(long_turn("I live in Lisbon."), "Noted.")
+    await memory.add(MemoryContent(content=long_turn("I work as a nurse."), mime_type="text/plain"))
+    texts = [row["text"] for row in stored_memories(local_server, local_server.tenant_id, "alice")]
+    assert "Lives in Lisbon" in texts
+    assert not [t for t in texts if "allergic" in t.lower()], texts

@@ -85,9 +85,11 @@ def _console_scripts() -> dict[str, str]:
 
 def _subcommands(script: str) -> set[str]:
     module = _console_scripts()[script].split(":")[0]
-    source = (ROOT / "packages").glob(f"*/src/{module.replace('.', '/')}.py")
-    text = next(iter(source)).read_text()
-    return set(re.findall(r'add_parser\(\s*"([^"]+)"', text))
+    # The script's module and its siblings named after it (``_cli.py``, ``_cli_data.py``).
+    sources = (ROOT / "packages").glob(f"*/src/{module.replace('.', '/')}*.py")
+    text = "\n".join(path.read_text() for path in sources)
+    # ``_cli_data`` adds its subcommands through a helper named ``command``.
+    return set(re.findall(r'\b(?:add_parser|command)\(\s*"([^"]+)"', text))
 
 
 def _distribution_name(requirement: str) -> str:

@@ -222,3 +222,20 @@ async def test_without_the_extension_sessions_are_unsupported_and_erase_is_parti
     finally:
         await memory.aclose()
     assert cli_main  # the console entry point imports
+
+
+def test_the_erase_request_example_proves_nothing_is_left(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "erase_request.py"
+    proc = subprocess.run(
+        [sys.executable, str(example)], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "exported 3 memories and 4 turns from 2 sessions (complete: True)" in out
+    assert "erased 3 memories and 4 turns in 2 sessions (complete: True)" in out
+    assert "left after the erase: 0" in out
+    assert not list(tmp_path.iterdir())

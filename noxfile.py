@@ -160,7 +160,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over every package's sources."""
     session.install("mypy==1.18.2", *TEST_TOOLS)
-    session.install("-e", CORE, "-e", f"{LOCAL}[otel]", "-e", AUTOGEN, "-e", AG2)
+    session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
     session.run(
@@ -286,7 +286,7 @@ def agent_framework(session: nox.Session, framework: str) -> None:
 # What each package's tests need beside it in ``compat`` (adapters: newest framework).
 COMPAT_STACKS = {
     "core": (TEST_TOOLS, ("-e", CORE, "-e", LOCAL)),
-    "local": ((*TEST_TOOLS, "memorysync==1.10.1"), ("-e", CORE, "-e", f"{LOCAL}[otel]")),
+    "local": ((*TEST_TOOLS, "memorysync==1.10.1"), ("-e", CORE, "-e", f"{LOCAL}[otel,semantic]")),
     "autogen": (
         TEST_TOOLS,
         ("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, *AUTOGEN_VERSIONS["newest"], *AUTOGEN_TEST_PINS),

@@ -63,3 +63,19 @@ async def test_a_long_turn_stores_no_fact_from_its_fragment(
     texts = [row["text"] for row in stored_memories(local_server, local_server.tenant_id, "alice")]
     assert "Lives in Lisbon" in texts
     assert not [t for t in texts if "allergic" in t.lower()], texts
+
+
+async def test_clear_erases_a_non_ascii_user_on_memorysync_local(local_server: Any) -> None:
+    memory = MemorySyncMemory(
+        user_id="josé",
+        api_key=local_server.api_key,
+        base_url=local_server.base_url,
+        transport=local_server.transport,
+    )
+    try:
+        await memory.add_turn_pair("I live in Lisbon.", "Noted.")
+        assert stored_memories(local_server, local_server.tenant_id, "josé")
+        await memory.clear()
+        assert stored_memories(local_server, local_server.tenant_id, "josé") == []
+    finally:
+        await memory.close()

@@ -17,7 +17,7 @@ import pytest
 
 from memorysync_core import MemorySyncAPI, UserMemory
 
-USER = "ana@example.com"
+USER = "anaïs@example.com"  # not ASCII: never sent in a header by the page
 SCRIPT_FACT = "I live in Porto <script>window.__pwned = 1</script>."
 TURNS = (
     ("autogen::monday", SCRIPT_FACT),
@@ -128,9 +128,13 @@ def test_sign_in_find_a_fact_escape_and_delete_a_session(browser: Any, served: A
         len(before["memories"])
     )
 
-    # Search narrows the list.
+    # Search narrows the list; delete that one memory (confirmed).
     browser.find_element(By.ID, "search").send_keys("peanut")
     wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#memories tr.memory")) == 1)
+    browser.find_element(By.CSS_SELECTOR, "#memories tr.memory button").click()
+    browser.switch_to.alert.accept()
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#memories tr.memory"))
+    assert "Allergic to peanuts" not in [m["text"] for m in api_export(served)["memories"]]
 
     # A transcript in order, its markup as text, nothing executed.
     browser.find_element(By.CSS_SELECTOR, 'tr.session[data-session="autogen::friday"] a').click()

@@ -2,7 +2,7 @@
 
 The page holds no data: it signs in with an API key kept in the tab's
 ``sessionStorage`` (never a URL, cookie or log line), sends it as ``X-API-Key``
-to the ``/x-local/v1`` routes and ``/memory/forget``, and writes every stored text
+to the ``/x-local/v1`` routes, and writes every stored text
 with ``textContent`` (so a memory reading ``<script>`` shows as text).
 """
 
@@ -104,7 +104,7 @@ async function loadMemories() {
     const del = el("button", "Delete", "danger");
     del.addEventListener("click", () => {
       if (!confirm("Delete this memory?")) return;
-      call("DELETE", "/memory/forget", {memory_ids: [m.memory_id]}, {"X-End-User-ID": current})
+      call("POST", "/x-local/v1/memories/forget", {user_id: current, memory_id: m.memory_id})
         .then(() => openUser(current)).catch(fail);
     });
     const cell = el("td"); cell.append(del);

@@ -20,6 +20,7 @@ from memorysync_local._plans import Caller, KeyRing
 from memorysync_local._store import Store
 from memorysync_local._users import (
     cancel_jobs,
+    forget_memory,
     forget_session,
     forget_user,
     list_sessions,
@@ -36,6 +37,10 @@ UserId = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS)]
 class UserBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+class MemoryBody(UserBody):
+    memory_id: Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
 
 
 class SessionBody(UserBody):
@@ -101,6 +106,12 @@ def add_local_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
     def users_forget(body: UserBody, who: Auth) -> Response:
         """Erase the user: every memory, turn and pending job, in one transaction."""
         return _answer(forget_user(store.db, who.tenant_id, body.user_id))
+
+    @app.post(PREFIX + "/memories/forget", tags=tags)
+    def memories_forget(body: MemoryBody, who: Auth) -> Response:
+        """Erase one memory of the user (any user id, no header encoding needed)."""
+        deleted = forget_memory(store.db, who.tenant_id, body.user_id, body.memory_id)
+        return _answer({"memories": deleted})
 
     @app.post(PREFIX + "/sessions/forget", tags=tags)
     def sessions_forget(body: SessionBody, who: Auth) -> Response:

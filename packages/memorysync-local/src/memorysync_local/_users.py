@@ -215,6 +215,17 @@ def forget_user(db: Database, tenant: str, user_id: str) -> dict[str, int]:
     return counts
 
 
+def forget_memory(db: Database, tenant: str, user_id: str, memory_id: int) -> int:
+    """Erase one memory of the user; 1 when it was there, else 0."""
+    with db.write() as conn:
+        return int(
+            conn.execute(
+                "DELETE FROM memories WHERE id = ? AND tenant_id = ? AND user_id = ?",
+                (memory_id, tenant, user_id),
+            ).rowcount
+        )
+
+
 def forget_session(db: Database, tenant: str, user_id: str, session_id: str) -> dict[str, int]:
     """Erase one session of the user: its turns, and the memories written in it; counts."""
     with db.write() as conn:

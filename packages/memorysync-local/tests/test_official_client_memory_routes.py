@@ -136,3 +136,18 @@ def test_the_unsupported_list_covers_the_client() -> None:
         if not name.startswith("_") and name not in {"close"}
     }
     assert public - served - listed == set()
+
+
+def test_the_end_user_header_may_be_percent_encoded(make_local_server: Callable[..., Any]) -> None:
+    srv = make_local_server(served=True)
+    encoded = {"X-End-User-ID": "jos%C3%A9", "X-End-User-ID-Encoding": "percent"}
+    with httpx.Client(base_url=srv.base_url, headers={"X-API-Key": srv.api_key}) as http:
+        added = http.post("/memory/add", json={"text": "I live in Porto."}, headers=encoded)
+        assert added.status_code == 200, added.text
+        found = http.post("/memory/query", json={"query": "Porto"}, headers=encoded).json()
+        assert [m["text"] for m in found["memories"]] == ["Lives in Porto"]
+        raw = http.post(
+            "/memory/query", json={"query": "Porto"}, headers={"X-End-User-ID": "jos%C3%A9"}
+        )
+        assert raw.json()["memories"] == []  # without the encoding header: another user
+    assert [m["text"] for m in stored_memories(srv, "local", "josé")] == ["Lives in Porto"]

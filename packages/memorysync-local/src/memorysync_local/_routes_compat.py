@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from memorysync_local._end_user import read_end_user
 from memorysync_local._models import MAX_INT, MAX_K, MAX_TEXT_CHARS, JsonObject, Short, Text
 from memorysync_local._plans import Caller, KeyRing
 from memorysync_local._search import render_context
@@ -133,8 +134,15 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             raise HTTPException(401, "missing or unknown X-API-Key header")
         return found
 
-    async def end_user(x_end_user_id: Annotated[str | None, Header()] = None) -> str | None:
-        return x_end_user_id if x_end_user_id and x_end_user_id.strip() else None
+    async def end_user(
+        x_end_user_id: Annotated[str | None, Header()] = None,
+        x_end_user_id_encoding: Annotated[str | None, Header()] = None,
+    ) -> str | None:
+        # Optional here (get/update/history/export see the tenant without it); when
+        # sent, read as on every /memory route (raw, or percent-encoded).
+        if x_end_user_id is None or not x_end_user_id.strip():
+            return None
+        return read_end_user(x_end_user_id, x_end_user_id_encoding)
 
     Auth = Annotated[Caller, Depends(caller)]
     EndUser = Annotated[str | None, Depends(end_user)]

@@ -4,7 +4,8 @@
     python3 dev.py demo           # the main example: agents that remember, offline
     python3 dev.py docs           # build the documentation site into site/
     python3 dev.py bench          # the benchmarks; writes bench/results.md
-    python3 dev.py build          # the four wheels and sdists into dist/
+    python3 dev.py build          # the five wheels and sdists into dist/
+    python3 dev.py screenshot     # docs/img/inspector.png, the local server's web inspector
     python3 dev.py nox ARGS...    # any nox command, e.g. `python3 dev.py nox -l`
 
 Each command works in its own virtual environment under ``.venv-dev/`` and
@@ -108,12 +109,25 @@ def bench() -> int:
 
 
 def build() -> int:
-    """Build the four wheels and sdists into dist/."""
+    """Build the five wheels and sdists into dist/."""
     return nox("-s", "build")
 
 
+def screenshot() -> int:
+    """Write docs/img/inspector.png (needs Chromium; installs it as root with apt-get)."""
+    return nox("-s", "inspector_screenshot")
+
+
 # The verbs, in the order the docstring lists them; ``nox`` takes the rest of the line.
-COMMANDS = {"test": test, "demo": demo, "docs": docs, "bench": bench, "build": build, "nox": nox}
+COMMANDS = {
+    "test": test,
+    "demo": demo,
+    "docs": docs,
+    "bench": bench,
+    "build": build,
+    "screenshot": screenshot,
+    "nox": nox,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -212,9 +212,37 @@ def _declared_floor(distribution: str) -> str:
 @nox.session(tags=["test"])
 def local(session: nox.Session) -> None:
     """memorysync-local's tests, including the official client's interop test."""
-    session.install(*TEST_TOOLS, "memorysync==1.10.1")
+    session.install(*TEST_TOOLS, "memorysync==1.10.1", SELENIUM)
     session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic]")
+    _ensure_chromium(session)
     session.run("pytest", f"{LOCAL}/tests", *session.posargs)
+
+
+# The web inspector's browser test drives Debian's chromium through its chromedriver.
+SELENIUM = "selenium==4.51.0"
+
+
+def _ensure_chromium(session: nox.Session) -> None:
+    """Install Debian's chromium and chromium-driver when missing and we may (root, apt).
+
+    Otherwise the browser test says why it cannot run, and fails the run with CI=true.
+    """
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        return
+    if os.name != "posix" or os.geteuid() != 0 or not shutil.which("apt-get"):
+        session.log("chromium missing and cannot be installed here (needs root and apt-get)")
+        return
+    session.run("apt-get", "update", "-qq", external=True)
+    session.run("apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True)
+
+
+@nox.session
+def inspector_screenshot(session: nox.Session) -> None:
+    """Write docs/img/inspector.png: the web inspector's user page (not a test)."""
+    session.install(SELENIUM)
+    session.install("-e", CORE, "-e", LOCAL)
+    _ensure_chromium(session)
+    session.run("python", "tools/inspector_screenshot.py", *session.posargs)
 
 
 @nox.session(tags=["test"])
@@ -286,7 +314,10 @@ def agent_framework(session: nox.Session, framework: str) -> None:
 # What each package's tests need beside it in ``compat`` (adapters: newest framework).
 COMPAT_STACKS = {
     "core": (TEST_TOOLS, ("-e", CORE, "-e", LOCAL)),
-    "local": ((*TEST_TOOLS, "memorysync==1.10.1"), ("-e", CORE, "-e", f"{LOCAL}[otel,semantic]")),
+    "local": (
+        (*TEST_TOOLS, "memorysync==1.10.1", SELENIUM),
+        ("-e", CORE, "-e", f"{LOCAL}[otel,semantic]"),
+    ),
     "autogen": (
         TEST_TOOLS,
         ("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, *AUTOGEN_VERSIONS["newest"], *AUTOGEN_TEST_PINS),
@@ -320,6 +351,8 @@ def compat(session: nox.Session, package: str) -> None:
         "ag2": AG2,
         "agent_framework": AGENT_FRAMEWORK,
     }[package]
+    if package == "local":
+        _ensure_chromium(session)
     session.run("pytest", f"{folder}/tests", *session.posargs)
 
 

@@ -21,6 +21,9 @@ from ._errors import (
 T = TypeVar("T")
 
 _logger = logging.getLogger("memorysync.client")
+# Jitter from a generator of our own: a library must not move the application's global
+# random state (seeded simulations, property-based tests drawing from it).
+_JITTER = random.Random()
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class RetryPolicy:
         exponent = min(max(attempt, 1) - 1, 60)
         base = min(self.max_delay, self.base_delay * (2.0**exponent))
         spread = base * self.jitter
-        return float(min(self.max_delay, max(0.0, base + random.uniform(-spread, spread))))
+        return float(min(self.max_delay, max(0.0, base + _JITTER.uniform(-spread, spread))))
 
 
 async def call_with_retries(

@@ -521,6 +521,10 @@ class FakeServer:
             self._tasks.discard(task)
             with contextlib.suppress(Exception):
                 writer.close()
+                # Until the socket is really closed: stop() may end the loop right after,
+                # and a transport left half-closed warns (ResourceWarning) when collected,
+                # in whichever later test the collection happens.
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
 
     async def _read_request(
         self, head: bytes, reader: asyncio.StreamReader

@@ -36,6 +36,7 @@ from memorysync_local._plans import DEFAULT_TENANT, Caller, KeyRing, Plan
 from memorysync_local._routes_compat import add_compat_routes
 from memorysync_local._routes_local import add_local_routes
 from memorysync_local._search import render_context
+from memorysync_local._semantic import EmbedderSetting, embedder_or_lexical
 from memorysync_local._store import QuotaExceeded, Store
 from memorysync_local._version import __version__
 
@@ -52,6 +53,7 @@ def create_app(
     async_extraction: bool = False,
     extractor: Extractor | None = None,
     body_timeout: float = BODY_TIMEOUT_SECONDS,
+    embedder: EmbedderSetting = None,
 ) -> FastAPI:
     """Build a MemorySync-compatible ASGI app over the SQLite database at ``db_path``.
 
@@ -62,6 +64,10 @@ def create_app(
     thread, as the hosted service does; by default a write is readable as soon as
     it is answered. ``db_path`` may be ``":memory:"``. ``body_timeout`` is how long
     the server waits for the next piece of a request body before answering 408.
+    ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
+    ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
+    ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
+    server recalls lexically.
 
     The store is closed by ``app.state.store.close()`` (the app has no lifespan).
 
@@ -78,7 +84,12 @@ def create_app(
         tuple(eval_keys),
         dict(plans or {}),
     )
-    store = Store(db_path, extractor or RuleBasedExtractor(), async_extraction=async_extraction)
+    store = Store(
+        db_path,
+        extractor or RuleBasedExtractor(),
+        async_extraction=async_extraction,
+        embedder=embedder_or_lexical(embedder),
+    )
     app = FastAPI(
         title="memorysync-local",
         version=__version__,

@@ -17,8 +17,10 @@ import uvicorn
 
 from memorysync_local._app import create_app
 from memorysync_local._cli_data import DATA_COMMANDS, add_data_commands, run_data_command
+from memorysync_local._embedding import Embedder, EmbedderUnavailable
 from memorysync_local._otel import instrument, start_sdk
 from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._semantic import load_embedder
 from memorysync_local._served import bind_socket
 from memorysync_local._version import __version__
 from memorysync_local._workers import WorkerThreads
@@ -88,6 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
         "service does (default: inline, readable as soon as answered)",
     )
     serve.add_argument(
+        "--embedder",
+        default="none",
+        metavar="none|model2vec[:MODEL]|openai[:MODEL]",
+        help="recall by meaning fused with word recall (needs pip install "
+        "'memorysync-local[semantic]'); model2vec's default model is "
+        "minishlab/potion-base-8M, downloaded once (default none: word recall only)",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -141,6 +151,15 @@ def _read_key_file(path: str) -> list[str]:
     return entries
 
 
+def _embedder(spec: str) -> Embedder | None:
+    """The ``--embedder`` asked for, or None with one line saying why it is off."""
+    try:
+        return load_embedder(spec)
+    except EmbedderUnavailable as exc:
+        print(f"semantic recall is off, serving lexical recall: {exc}", file=sys.stderr, flush=True)
+        return None
+
+
 class _NoQueryStrings(logging.Filter):
     """Keeps query strings out of uvicorn's access log: a client may put a key there."""
 
@@ -178,12 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not keys and not args.eval_key:
             generated = f"ms_local_{secrets.token_urlsafe(24)}"
             keys = {generated: DEFAULT_TENANT}
+        embedder = _embedder(args.embedder)
         app = create_app(
             args.db,
             api_keys=keys,
             eval_keys=args.eval_key,
             plans=plans,
             async_extraction=args.async_extraction,
+            embedder=embedder,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         parser.error(str(exc))
@@ -197,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"memorysync-local {__version__} serving {args.db} at http://{shown}:{port}", flush=True)
+    if embedder is not None:
+        print(f"recall by meaning: {embedder.name} (fused with word recall)", flush=True)
     if generated is not None:
         print(f"API key (generated, shown once): {generated}", flush=True)
     if not _is_loopback(args.host):

@@ -21,7 +21,7 @@ from memorysync_local._backfill import backfill_stems
 from memorysync_local._stemming import index_text, owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_SECONDS = 30.0
 # History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
 HISTORY_ID_BASE = 1_000_000_000_000
@@ -143,6 +143,19 @@ _MIGRATIONS: dict[int, str] = {
         context TEXT NOT NULL,
         created_at TEXT NOT NULL
     );
+    """,
+    # Recall by meaning (memorysync_local._vectors): one vector per memory, with the
+    # embedder that made it; written with the memory when an embedder is configured,
+    # filled for older memories at start (backfill_vectors), deleted with the memory.
+    5: """
+    CREATE TABLE memory_vectors (
+        memory_id INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE TRIGGER memory_vectors_ad AFTER DELETE ON memories BEGIN
+        DELETE FROM memory_vectors WHERE memory_id = old.id;
+    END;
     """,
 }
 # Python steps that run after a version's statements, in the same transaction.

@@ -11,6 +11,7 @@ from memorysync_local._app import DEV_API_KEY
 from memorysync_local._extract import Extractor
 from memorysync_local._handle import ServerHandle, app_with_keys
 from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._semantic import EmbedderSetting
 
 EMBEDDED_BASE_URL = "http://memorysync.local"
 
@@ -50,12 +51,15 @@ def embedded(
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
     extractor: Extractor | None = None,
+    embedder: EmbedderSetting = None,
 ) -> EmbeddedServer:
     """Start a server in-process over ``db_path`` and return how to reach it.
 
     ``api_key`` (default ``"ms_local_dev_key"``, the documented development key)
     is a full key of ``tenant_id``; ``api_keys`` adds more full keys
     (key -> tenant), ``eval_keys`` evaluation keys, ``plans`` quotas.
+    ``embedder`` (``"none"``, ``"model2vec[:MODEL]"``, ``"openai[:MODEL]"`` or an
+    ``Embedder``) turns on recall by meaning; see :func:`create_app`.
 
     Example::
 
@@ -85,5 +89,6 @@ def embedded(
         plans=plans,
         async_extraction=async_extraction,
         extractor=extractor,
+        embedder=embedder,
     )
     return EmbeddedServer(app, api_key=api_key, tenant_id=tenant_id, db_path=db_path)

@@ -1,7 +1,7 @@
 """Text embedders for recall by meaning (the ``semantic`` extra), loaded once per process.
 
-Not wired into recall yet (issue 14, items 3-5): this module is the provider
-layer, tested offline on a tiny model the tests build themselves.
+The provider layer of recall by meaning (used by ``_vectors`` and ``_semantic``),
+tested offline on a tiny model the tests build themselves.
 
 - ``model2vec[:MODEL]``: a static embedding model through ``model2vec`` (CPU,
   no torch). The default, ``minishlab/potion-base-8M``, is about 30 MB, MIT

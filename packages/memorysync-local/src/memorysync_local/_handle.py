@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from memorysync_local._app import create_app
 from memorysync_local._extract import Extractor
 from memorysync_local._plans import Plan
+from memorysync_local._semantic import EmbedderSetting
 from memorysync_local._store import Store
 
 _Handle = TypeVar("_Handle", bound="ServerHandle")
@@ -26,6 +27,7 @@ def app_with_keys(
     plans: Mapping[str, Plan] | None,
     async_extraction: bool,
     extractor: Extractor | None,
+    embedder: EmbedderSetting = None,
 ) -> FastAPI:
     """The app over ``db_path`` with ``api_key`` a full key of ``tenant_id`` plus ``api_keys``."""
     return create_app(
@@ -35,6 +37,7 @@ def app_with_keys(
         plans=plans,
         async_extraction=async_extraction,
         extractor=extractor,
+        embedder=embedder,
     )
 
 

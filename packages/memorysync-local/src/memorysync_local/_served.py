@@ -14,6 +14,7 @@ from memorysync_local._app import DEV_API_KEY
 from memorysync_local._extract import Extractor
 from memorysync_local._handle import ServerHandle, app_with_keys
 from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._semantic import EmbedderSetting
 
 
 class _StartSignal:
@@ -133,6 +134,7 @@ def serve_in_thread(
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
     extractor: Extractor | None = None,
+    embedder: EmbedderSetting = None,
 ) -> ServedServer:
     """Serve memorysync-local on ``host:port`` (default: a free loopback port) in a thread.
 
@@ -147,6 +149,7 @@ def serve_in_thread(
         plans=plans,
         async_extraction=async_extraction,
         extractor=extractor,
+        embedder=embedder,
     )
     try:
         return ServedServer(

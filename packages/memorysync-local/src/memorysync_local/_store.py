@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from memorysync_local._db import HISTORY_ID_BASE, Database
+from memorysync_local._embedding import Embedder
 from memorysync_local._extract import Extraction, Extractor, Fact
 from memorysync_local._jobs import JobRunner
 from memorysync_local._plans import Caller
@@ -30,6 +31,7 @@ from memorysync_local._timeutil import (
     seconds_until_next_month,
     utc_now,
 )
+from memorysync_local._vectors import backfill_vectors, hybrid, store_vectors
 
 logger = logging.getLogger("memorysync.local")
 
@@ -100,10 +102,19 @@ class Store:
     """The server's state: one :class:`Database` plus the extractor and its runner."""
 
     def __init__(
-        self, db_path: str, extractor: Extractor, *, async_extraction: bool = False
+        self,
+        db_path: str,
+        extractor: Extractor,
+        *,
+        async_extraction: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         self.db = Database(db_path)
         self._term_stats = TermStats()
+        # Recall by meaning (the semantic extra) when set; lexical recall when None.
+        self.embedder = embedder
+        if embedder is not None:
+            self._backfill_vectors(embedder)
         self.extractor = extractor
         self.async_extraction = async_extraction
         self._jobs = JobRunner(self._run_next_job)
@@ -114,6 +125,17 @@ class Store:
             # Turns acknowledged before the last stop (or crash) whose facts are not in.
             logger.info("resuming %d stored extraction job(s)", left)
             self._jobs.wake()
+
+    def _backfill_vectors(self, embedder: Embedder) -> None:
+        """Embed the memories stored without a vector (an upgrade, another model)."""
+        try:
+            with self.db.connection() as conn:
+                done = backfill_vectors(conn, embedder)
+        except Exception as exc:  # start serving anyway: the rest is filled next start
+            logger.warning("embedding stored memories stopped (%s); next start continues", exc)
+            return
+        if done:
+            logger.info("embedded %d stored memories with %s", done, embedder.name)
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -208,6 +230,12 @@ class Store:
                 ),
             )
             ids.append(int(cursor.lastrowid or 0))
+        if self.embedder is not None and ids:
+            try:
+                texts = [(i, fact.text) for i, fact in zip(ids, facts, strict=True)]
+                store_vectors(conn, self.embedder, texts)
+            except Exception:  # the facts are kept; the next start's backfill embeds them
+                logger.warning("the embedder failed; facts stored without vectors", exc_info=True)
         return ids
 
     @staticmethod
@@ -421,24 +449,21 @@ class Store:
     # --- reads -----------------------------------------------------------------
 
     def search(self, tenant: str, user_id: str, prompt: str, k: int) -> list[dict[str, Any]]:
-        """Word-form recall over the user's memories (``_recall``), ties to the newest."""
+        """Word-form recall over the user's memories (``_recall``), ties to the newest;
+        fused with recall by meaning (``_vectors.hybrid``) when an embedder is set."""
         with self.db.connection() as conn:
             limit = max(4 * k, _MIN_CANDIDATES)
+            if self.embedder is not None:
+                fused = hybrid(
+                    conn, self.embedder, tenant, user_id, prompt, limit, self._term_stats
+                )
+                return _unique([_recalled(row, value) for row, value in fused])[:k]
             found = lexical(conn, tenant, user_id, prompt, limit, self._term_stats)
-        items = []
-        for row, value in found:
-            item = memory_item(row)
-            item["value"] = item["text"]
-            item["score"] = value
-            items.append(item)
+        items = [_recalled(row, value) for row, value in found]
         # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
         items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)
         items.sort(key=lambda i: i["score"], reverse=True)
-        # The same fact told in two sessions is two memories; recall it once (the newest).
-        unique: dict[str, dict[str, Any]] = {}
-        for item in items:
-            unique.setdefault(" ".join(item["text"].casefold().split()), item)
-        return list(unique.values())[:k]
+        return _unique(items)[:k]
 
     def list_memories(
         self, tenant: str, user_id: str, limit: int, offset: int
@@ -718,6 +743,21 @@ class Store:
             "deleted_ids": [history_public_id(i) for i in turn_ids],
             "deleted_fact_ids": [f"m_{i}" for i in fact_ids],
         }
+
+
+def _recalled(row: sqlite3.Row, value: float) -> dict[str, Any]:
+    item = memory_item(row)
+    item["value"] = item["text"]
+    item["score"] = value
+    return item
+
+
+def _unique(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same fact told in two sessions is two memories; recall it once (the first)."""
+    unique: dict[str, dict[str, Any]] = {}
+    for item in items:
+        unique.setdefault(" ".join(item["text"].casefold().split()), item)
+    return list(unique.values())
 
 
 def _skipped(reason: str, ids: list[int]) -> dict[str, Any]:

@@ -1,0 +1,191 @@
+"""Recall by meaning: memory vectors in the database, nearest neighbours, and fusion.
+
+Each memory's vector sits in ``memory_vectors`` (schema 5), keyed by the memory id,
+with the name of the embedder that made it: a server started with another model
+ignores those rows and refills them (:func:`backfill_vectors`). Vectors are stored
+unit-length as float32, so a dot product is the cosine similarity.
+
+Search is exact (every vector of the asking user, one matrix product): a user's
+memories number in the thousands at most, where an approximate index buys nothing.
+
+Hybrid ranking fuses the lexical and the vector rankings by reciprocal rank
+fusion. The score each memory reports stays on the documented ``[0, 1]`` scale
+and keeps its lexical meaning: it is the larger of the memory's lexical score
+and its cosine similarity (clamped at 0). A memory that lexical recall finds
+never scores lower in hybrid mode, so a ``min_score`` chosen for lexical recall
+drops nothing it kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from memorysync_local._backfill import BATCH, PROGRESS_FROM, _Progress
+from memorysync_local._embedding import Embedder, _optional
+from memorysync_local._recall import TermStats, _rows, lexical
+
+logger = logging.getLogger("memorysync.local")
+
+# Reciprocal rank fusion's constant (the usual 60): ranks deep in either list count little.
+RRF_K = 60
+# A vector match must be at least this similar (cosine) to enter the fused list.
+MIN_COSINE = 0.0
+# Texts embedded per call during a backfill.
+EMBED_BATCH = 256
+
+
+def _numpy() -> Any:
+    return _optional("numpy")
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    """A unit-length float32 blob (a zero vector stays zero)."""
+    np = _numpy()
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    if norm > 0:
+        array = array / norm
+    return bytes(array.astype(np.float32).tobytes())
+
+
+def store_vectors(
+    conn: sqlite3.Connection, embedder: Embedder, rows: Sequence[tuple[int, str]]
+) -> None:
+    """Embed ``(memory id, text)`` pairs and store their vectors (replacing older ones)."""
+    if not rows:
+        return
+    vectors = embedder.embed([text for _, text in rows])
+    conn.executemany(
+        "INSERT OR REPLACE INTO memory_vectors (memory_id, model, vector) VALUES (?, ?, ?)",
+        [
+            (memory_id, embedder.name, pack(vector))
+            for (memory_id, _), vector in zip(rows, vectors, strict=True)
+        ],
+    )
+
+
+def backfill_vectors(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    *,
+    out: TextIO | None = None,
+    progress_from: int = PROGRESS_FROM,
+) -> int:
+    """Embed every memory that has no vector from ``embedder``; returns how many.
+
+    Runs in batches, each its own transaction: an interrupted backfill keeps what it
+    did and the next start carries on. Large ones show a progress bar on stderr.
+    """
+    missing = (
+        "FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v "
+        "WHERE v.memory_id = m.id AND v.model = ?)"
+    )
+    total = int(conn.execute(f"SELECT COUNT(*) {missing}", (embedder.name,)).fetchone()[0])
+    if not total:
+        return 0
+    stream = out if out is not None else sys.stderr
+    bar = _Progress(stream, total, "embedding memories") if total >= progress_from else None
+    done = 0
+    last = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT m.id, m.text {missing} AND m.id > ? ORDER BY m.id LIMIT ?",
+            (embedder.name, last, min(BATCH, EMBED_BATCH)),
+        ).fetchall()
+        if not rows:
+            break
+        pairs = [(int(r[0]), str(r[1])) for r in rows]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            store_vectors(conn, embedder, pairs)
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+        last = pairs[-1][0]
+        done += len(pairs)
+        if bar is not None:
+            bar.show(done)
+    if bar is not None:
+        bar.finish()
+    return done
+
+
+def nearest(
+    conn: sqlite3.Connection,
+    tenant: str,
+    user_id: str,
+    query: Sequence[float],
+    model: str,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The user's ``limit`` memories closest to ``query``: (memory id, cosine), best first."""
+    rows = conn.execute(
+        "SELECT v.memory_id, v.vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+        "WHERE m.tenant_id = ? AND m.user_id = ? AND v.model = ?",
+        (tenant, user_id, model),
+    ).fetchall()
+    if not rows:
+        return []
+    np = _numpy()
+    probe = np.frombuffer(pack(query), dtype=np.float32)
+    matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
+    if matrix.size != probe.size * len(rows):
+        # Vectors of another length under the same name: a changed model; skip them.
+        logger.warning("stored vectors do not match model %s; run without them", model)
+        return []
+    cosines = matrix.reshape(len(rows), probe.size) @ probe
+    order = np.argsort(-cosines, kind="stable")[:limit]
+    return [(int(rows[i][0]), float(cosines[i])) for i in order]
+
+
+def fuse(
+    lexical: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of two best-first lists; each id with its [0, 1] score.
+
+    The order is by fused rank (ties: the newest id first); the score is the larger
+    of the lexical score and the cosine clamped to [0, 1] (see the module docstring).
+    """
+    fused: dict[int, float] = {}
+    best: dict[int, float] = {}
+    for ranking in (lexical, vector):
+        for rank, (memory_id, value) in enumerate(ranking):
+            fused[memory_id] = fused.get(memory_id, 0.0) + 1.0 / (RRF_K + rank + 1)
+            clamped = min(1.0, max(0.0, value))
+            best[memory_id] = max(best.get(memory_id, 0.0), clamped)
+    order = sorted(fused, key=lambda i: (fused[i], i), reverse=True)
+    return [(i, round(best[i], 4)) for i in order]
+
+
+def hybrid(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    tenant: str,
+    user_id: str,
+    prompt: str,
+    limit: int,
+    stats: TermStats | None = None,
+) -> list[tuple[sqlite3.Row, float]]:
+    """Lexical and vector recall fused (:func:`fuse`); lexical alone if the embedder fails.
+
+    A memory whose cosine is not above ``MIN_COSINE`` is no vector match: an
+    unrelated memory should not enter the list on the vector side alone.
+    """
+    words = lexical(conn, tenant, user_id, prompt, limit, stats)
+    try:
+        query = embedder.embed([prompt])[0]
+    except Exception:  # a hot path: recall answers, lexically, and the log says why
+        logger.warning("the embedder failed; this recall is lexical only", exc_info=True)
+        return words
+    close = [
+        (memory_id, cosine)
+        for memory_id, cosine in nearest(conn, tenant, user_id, query, embedder.name, limit)
+        if cosine > MIN_COSINE
+    ]
+    fused = fuse([(int(row["id"]), value) for row, value in words], close)
+    return _rows(conn, tenant, user_id, fused[:limit])

@@ -1,0 +1,287 @@
+"""Recall by meaning (the ``semantic`` extra), offline, with a tiny model the tests build.
+
+The model is a real ``model2vec`` ``StaticModel`` whose few word vectors are
+written by hand on four axes (animals, work, places, food), saved with
+``save_pretrained`` and loaded by the server's own start-up code. It knows that
+"pet" and "dog" are near, which is all these tests need: they check the
+mechanism (vectors stored, backfilled, fused, scored, loaded offline), never
+recall quality. The model hub is a closed loopback port.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import shutil
+import socket
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+np = pytest.importorskip("numpy", reason="the semantic extra is not installed")
+pytest.importorskip("model2vec", reason="the semantic extra is not installed")
+
+import huggingface_hub.constants  # noqa: E402
+from model2vec import StaticModel  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402
+from tokenizers.models import WordLevel  # noqa: E402
+from tokenizers.normalizers import Lowercase  # noqa: E402
+from tokenizers.pre_tokenizers import Whitespace  # noqa: E402
+
+from memorysync_local import _cli, _embedding, embedded  # noqa: E402
+from memorysync_local._db import SCHEMA_VERSION  # noqa: E402
+from memorysync_local._embedding import Model2VecEmbedder, OpenAIEmbedder  # noqa: E402
+from memorysync_local._plans import Caller  # noqa: E402
+from memorysync_local._vectors import backfill_vectors, fuse  # noqa: E402
+
+# Four meaning axes: animals, work, places, food. Every other word is unknown.
+AXES = {
+    "cat": 0, "dog": 0, "pet": 0, "rex": 0, "miso": 0, "animal": 0,
+    "dentist": 1, "job": 1, "work": 1, "works": 1,
+    "berlin": 2, "porto": 2, "lives": 2, "live": 2,
+    "peanuts": 3, "shellfish": 3, "allergic": 3, "eat": 3,
+}  # fmt: skip
+CALLER = Caller("k", "local", False, None)
+
+
+def tiny_model(folder: Path) -> Path:
+    words = ["[UNK]", "[PAD]", *AXES]
+    tokenizer = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.normalizer = Lowercase()
+    tokenizer.pre_tokenizer = Whitespace()
+    vectors = np.zeros((len(words), 4), dtype=np.float32)
+    for word, axis in AXES.items():
+        vectors[words.index(word), axis] = 1.0
+    StaticModel(vectors, tokenizer).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_cache() -> Iterator[None]:
+    """Each test starts as a new process would: no model loaded yet."""
+    _embedding._models.clear()
+    yield
+    _embedding._models.clear()
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> str:
+    return "model2vec:" + str(tiny_model(tmp_path / "tiny"))
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The model hub unreachable (a closed loopback port) and an empty cache."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cache = tmp_path / "hub-cache"
+    cache.mkdir()
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def tell(server: Any, *texts: str, user: str = "ana") -> None:
+    for text in texts:
+        server.store.add_turn(
+            CALLER,
+            user_id=user,
+            text=text,
+            role="user",
+            speaker=None,
+            occurred_at=None,
+            metadata=None,
+            source="t",
+        )
+
+
+def recall(server: Any, prompt: str, k: int = 5, user: str = "ana") -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = server.store.search("local", user, prompt, k)
+    return found
+
+
+def vector_rows(db: Path) -> list[tuple[int, str]]:
+    with closing(sqlite3.connect(db)) as conn:
+        return [
+            (int(r[0]), str(r[1]))
+            for r in conn.execute("SELECT memory_id, model FROM memory_vectors")
+        ]
+
+
+def memory_ids(db: Path) -> list[int]:
+    with closing(sqlite3.connect(db)) as conn:
+        return [int(r[0]) for r in conn.execute("SELECT id FROM memories ORDER BY id")]
+
+
+FACTS = (
+    "I also have a dog named Rex.",
+    "I work as a dentist in Berlin.",
+    "I am allergic to peanuts.",
+)
+
+
+def test_a_question_sharing_no_word_with_the_fact_is_recalled_by_meaning(
+    tmp_path: Path, model: str
+) -> None:
+    db = tmp_path / "m.db"
+    with embedded(str(db)) as words_only:
+        tell(words_only, *FACTS)
+        assert recall(words_only, "What pet do I have?") == []  # no word in common
+    with embedded(str(db), embedder=model) as hybrid:
+        found = recall(hybrid, "What pet do I have?")
+    assert [m["text"] for m in found] == ["Also has a dog named Rex"]
+    assert found[0]["score"] == 1.0  # the cosine of two vectors on the same axis
+
+
+def test_hybrid_scores_stay_in_0_1_and_never_below_the_lexical_score(
+    tmp_path: Path, model: str
+) -> None:
+    db = tmp_path / "m.db"
+    with embedded(str(db), embedder=model) as hybrid:
+        tell(hybrid, *FACTS, "My cat is called Miso.", "I live in Porto.")
+    prompt = "Where does my dentist work live?"
+    with embedded(str(db)) as words_only:
+        lexical = {m["text"]: m["score"] for m in recall(words_only, prompt, k=10)}
+    with embedded(str(db), embedder=model) as hybrid:
+        fused = {m["text"]: m["score"] for m in recall(hybrid, prompt, k=10)}
+    assert lexical, "the prompt shares words with some facts"
+    assert all(0.0 <= value <= 1.0 for value in fused.values())
+    # A min_score chosen for lexical recall keeps every memory it kept before.
+    for text, value in lexical.items():
+        assert fused[text] >= value, text
+    threshold = min(lexical.values())
+    kept = {text for text, value in fused.items() if value >= threshold}
+    assert set(lexical) <= kept
+    # Facts about neither work nor places (animals, food) are not vector matches.
+    assert "Allergic to peanuts" not in fused
+
+
+def test_fusion_orders_by_reciprocal_rank_and_reports_the_stronger_score() -> None:
+    lexical = [(1, 0.9), (2, 0.5)]
+    vector = [(2, 0.8), (3, 1.7), (4, -0.2)]
+    fused = fuse(lexical, vector)
+    assert [i for i, _ in fused] == [2, 1, 3, 4]  # 2 is in both lists
+    assert dict(fused) == {1: 0.9, 2: 0.8, 3: 1.0, 4: 0.0}
+
+
+def test_vectors_are_written_with_each_memory_and_deleted_with_it(
+    tmp_path: Path, model: str
+) -> None:
+    db = tmp_path / "m.db"
+    with embedded(str(db), embedder=model) as server:
+        tell(server, *FACTS)
+        ids = memory_ids(db)
+        assert sorted(vector_rows(db)) == [(i, model) for i in ids]
+        server.store.forget("local", "ana", memory_ids=ids[:1], filters=None, dry_run=False)
+        assert [i for i, _ in vector_rows(db)] == ids[1:]
+
+
+def test_memories_stored_without_vectors_are_embedded_at_start_with_progress(
+    tmp_path: Path, model: str
+) -> None:
+    db = tmp_path / "m.db"
+    with embedded(str(db)) as words_only:
+        tell(words_only, *FACTS)
+    assert vector_rows(db) == []
+    embedder = Model2VecEmbedder(model.partition(":")[2])
+    out = io.StringIO()
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        assert backfill_vectors(conn, embedder, out=out, progress_from=1) == 3
+        assert backfill_vectors(conn, embedder, out=out, progress_from=1) == 0
+    assert "embedding memories [" in out.getvalue()
+    assert "3 / 3 memories" in out.getvalue()
+    assert len(vector_rows(db)) == 3
+    # A server started with an embedder fills what is missing itself.
+    with embedded(str(db)) as words_only:
+        tell(words_only, "My cat is called Miso.")
+    with embedded(str(db), embedder=model) as hybrid:
+        assert len(vector_rows(db)) == len(memory_ids(db)) == 4
+        assert "User's cat is called Miso" in [m["text"] for m in recall(hybrid, "any animal?")]
+
+
+def test_a_version_4_file_gains_the_vectors_table_and_keeps_everything(
+    tmp_path: Path, model: str
+) -> None:
+    """``tests/data/schema_v4.sqlite3`` was written by the version-4 server (the facts of
+    ``schema_v3.sqlite3``, migrated)."""
+    db = tmp_path / "v4.db"
+    shutil.copy(Path(__file__).parent / "data" / "schema_v4.sqlite3", db)
+    with closing(sqlite3.connect(db)) as conn:
+        before = conn.execute("SELECT * FROM memories ORDER BY id").fetchall()
+    with embedded(str(db), embedder=model) as server:
+        with closing(sqlite3.connect(db)) as conn:
+            versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
+            after = conn.execute("SELECT * FROM memories ORDER BY id").fetchall()
+        assert versions[-1] == SCHEMA_VERSION == 5
+        assert after == before
+        assert len(vector_rows(db)) == len(before)
+        found = recall(server, "What pet do I have?")
+    assert [m["text"] for m in found] == ["Also has a dog named Rex"]
+
+
+def test_offline_start_with_the_model_in_the_hub_cache(tmp_path: Path, hub: Path) -> None:
+    snapshot = hub / "models--someone--tiny-static" / "snapshots" / "0123456789abcdef"
+    snapshot.parent.mkdir(parents=True)
+    tiny_model(snapshot)
+    (hub / "models--someone--tiny-static" / "refs").mkdir()
+    (hub / "models--someone--tiny-static" / "refs" / "main").write_text("0123456789abcdef")
+    with embedded(str(tmp_path / "m.db"), embedder="model2vec:someone/tiny-static") as server:
+        assert server.store.embedder is not None
+        tell(server, *FACTS)
+        assert [m["text"] for m in recall(server, "Which pet?")] == ["Also has a dog named Rex"]
+
+
+def test_offline_start_without_the_model_says_so_in_one_line_and_recalls_by_words(
+    tmp_path: Path, hub: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="memorysync.local")
+    with embedded(str(tmp_path / "m.db"), embedder="model2vec:someone/not-cached") as server:
+        assert server.store.embedder is None
+        tell(server, *FACTS)
+        assert [m["text"] for m in recall(server, "peanuts")] == ["Allergic to peanuts"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "memorysync.local"]
+    assert len(lines) == 1
+    assert "someone/not-cached" in lines[0]
+    assert "lexical" in lines[0]
+    assert "\n" not in lines[0]
+
+
+def test_serve_says_in_one_line_when_the_model_cannot_be_had(
+    hub: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli._embedder("model2vec:someone/not-cached") is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "semantic recall is off" in err
+    assert "someone/not-cached" in err
+
+
+def test_serve_rejects_an_unknown_embedder_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _cli.main(["serve", "--embedder", "word2vec", "--port", "0"])
+    assert exited.value.code == 2
+    assert "word2vec" in capsys.readouterr().err
+
+
+def test_an_embedder_failing_at_write_and_recall_keeps_the_facts_and_recalls_by_words(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    failing = OpenAIEmbedder("m", base_url=closed, api_key="sk-secret-value", timeout=5)
+    db = tmp_path / "m.db"
+    caplog.set_level(logging.WARNING, logger="memorysync.local")
+    with embedded(str(db), embedder=failing) as server:
+        tell(server, *FACTS)
+        assert [m["text"] for m in recall(server, "peanuts")] == ["Allergic to peanuts"]
+    failing.close()
+    assert len(memory_ids(db)) == 3
+    assert vector_rows(db) == []
+    assert any("facts stored without vectors" in r.getMessage() for r in caplog.records)
+    assert "sk-secret-value" not in caplog.text

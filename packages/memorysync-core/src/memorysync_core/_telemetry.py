@@ -26,10 +26,17 @@ try:  # opentelemetry-api is optional: memorysync-core[otel]
     from opentelemetry import context as otel_context
     from opentelemetry import metrics as otel_metrics
     from opentelemetry import trace as otel_trace
+    from opentelemetry.metrics import _internal as otel_metrics_internal
 
     _AVAILABLE = True
 except ImportError:  # pragma: no cover - the core session runs without it too
     _AVAILABLE = False
+
+# Providers named in the environment are loaded by the API's public getters only.
+_PROVIDERS_FROM_ENVIRONMENT = any(
+    name in os.environ for name in ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+)
+_UNKNOWN = object()
 
 INSTRUMENTATION_NAME = "memorysync"
 AttributeValue = str | bool | int | float
@@ -56,7 +63,13 @@ def _tracer() -> Any:
     Until an application sets a tracer provider, the API's proxy would only hand out
     non-recording spans: skipping them keeps the hot path at its uninstrumented cost.
     """
-    provider = otel_trace.get_tracer_provider()
+    # The API's own global, read directly while it is unset: asking the public getter on
+    # every span is most of what tracing costs an application that does not trace.
+    provider: Any = getattr(otel_trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None and not _PROVIDERS_FROM_ENVIRONMENT:
+        return None
+    if provider is _UNKNOWN or provider is None:
+        provider = otel_trace.get_tracer_provider()
     if isinstance(provider, otel_trace.ProxyTracerProvider):
         return None
     cached = _State.tracer
@@ -241,7 +254,14 @@ class _Instruments:
 
 def instruments() -> _Instruments | None:
     """The metric instruments, or None when telemetry is off or no SDK meter is set."""
-    if not _State.enabled or type(otel_metrics.get_meter_provider()).__name__.startswith("_Proxy"):
+    if not _State.enabled:
+        return None
+    provider: Any = getattr(otel_metrics_internal, "_METER_PROVIDER", _UNKNOWN)
+    if provider is None and not _PROVIDERS_FROM_ENVIRONMENT:
+        return None
+    if provider is _UNKNOWN or provider is None:
+        provider = otel_metrics.get_meter_provider()
+    if type(provider).__name__.startswith("_Proxy"):
         return None
     if _State.instruments is None:
         _State.instruments = _Instruments()

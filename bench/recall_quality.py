@@ -216,9 +216,15 @@ def run(
                 "written with `dev`, before any tuning, and never used to tune."
             ),
             notes=notes,
-            markdown=table(results),
+            markdown=table(results) + _semantic_quality(),
         )
     ]
+
+
+def _semantic_quality() -> str:
+    """The opt-in real-model run's figures (``bench/semantic_quality.md``), when present."""
+    path = Path(__file__).resolve().parent / "semantic_quality.md"
+    return "\n\n" + path.read_text(encoding="utf-8").strip() if path.exists() else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -262,7 +262,8 @@ def ag2(session: nox.Session, framework: str) -> None:
     """ag2-memorysync on the oldest and the newest supported classic AG2."""
     session.install(*TEST_TOOLS)
     session.install("-e", CORE, "-e", LOCAL, "-e", AG2, *AG2_VERSIONS[framework])
-    session.run("pytest", f"{AG2}/tests", *session.posargs)
+    # The ag2 1.x middleware's tests (test_v1_*) run in the ag2_v1 sessions.
+    session.run("pytest", f"{AG2}/tests", "--ignore-glob=*/test_v1_*", *session.posargs)
 
 
 # ag2 1.x: 1.0.0 is the first release with the middleware hooks the seam uses.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from autogen import UserProxyAgent
 
 from memorysync_core import MAX_TEXT_CHARS
@@ -39,18 +38,3 @@ def test_classic_capability_stores_no_fact_from_a_fragment(
     user.initiate_chat(assistant, message=long_turn("I live in Lisbon."), max_turns=1, silent=True)
     assert memory.flush().all_delivered
     no_fragment([m["text"] for m in stored_memories(local_server, "local", "alice")])
-
-
-async def test_v1_middleware_stores_no_fact_from_a_fragment(served_local_server: Any) -> None:
-    pytest.importorskip("ag2.middleware", reason="ag2 1.x is not installed (AG2-classic session)")
-    from ag2 import Agent
-    from ag2.testing import TestConfig
-
-    from ag2_memorysync.v1 import MemorySyncMiddleware
-
-    server = served_local_server
-    memory = MemorySyncMiddleware(api_key=server.api_key, base_url=server.base_url, user_id="ana")
-    agent = Agent("assistant", "You help.", config=TestConfig("Noted!"), middleware=[memory])
-    await agent.ask(long_turn("I live in Lisbon."))
-    assert (await memory.aclose()).all_delivered
-    no_fragment([m["text"] for m in stored_memories(server, server.tenant_id, "ana")])

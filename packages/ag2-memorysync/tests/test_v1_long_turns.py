@@ -1,0 +1,27 @@
+"""A turn over 16,000 characters stores no fact from its cut sentence, through ag2 1.x."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.local_server import stored_memories
+
+pytest.importorskip("ag2.middleware", reason="ag2 1.x is not installed (AG2-classic session)")
+
+from ag2 import Agent
+from ag2.testing import TestConfig
+
+from ag2_memorysync.v1 import MemorySyncMiddleware
+
+from .test_long_turns import long_turn, no_fragment
+
+
+async def test_v1_middleware_stores_no_fact_from_a_fragment(served_local_server: Any) -> None:
+    server = served_local_server
+    memory = MemorySyncMiddleware(api_key=server.api_key, base_url=server.base_url, user_id="ana")
+    agent = Agent("assistant", "You help.", config=TestConfig("Noted!"), middleware=[memory])
+    await agent.ask(long_turn("I live in Lisbon."))
+    assert (await memory.aclose()).all_delivered
+    no_fragment([m["text"] for m in stored_memories(server, server.tenant_id, "ana")])

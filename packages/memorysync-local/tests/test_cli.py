@@ -28,6 +28,9 @@ def test_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
         "--eval-key",
         "--plan",
         "--async-extraction",
+        "--api-key-file",
+        "--embedder",
+        "--otel",
         "--log-level",
         "MEMORYSYNC_LOCAL_API_KEYS",
     ):

@@ -18,6 +18,35 @@ from typing import Any
 import pytest
 
 
+def _own_random_ids() -> Any:
+    import random
+
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class OwnRandomIds(IdGenerator):
+        """Span and trace ids from a generator of its own, never the global one."""
+
+        def __init__(self) -> None:
+            self._random = random.Random()
+
+        def generate_span_id(self) -> int:
+            return self._random.getrandbits(64) or 1
+
+        def generate_trace_id(self) -> int:
+            return self._random.getrandbits(128) or 1
+
+    return OwnRandomIds()
+
+
+def _no_exemplars() -> dict[str, Any]:
+    """Exemplar sampling off: its reservoirs draw from the global random generator too."""
+    try:
+        from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter
+    except ImportError:  # SDKs before exemplars have nothing to turn off
+        return {}
+    return {"exemplar_filter": AlwaysOffExemplarFilter()}
+
+
 class Recorded:
     """What the SDK recorded: finished spans and the metric points."""
 
@@ -32,11 +61,13 @@ class Recorded:
         )
 
         self.exporter = InMemorySpanExporter()
-        provider = TracerProvider()
+        # The SDK's default ids come from the global random generator, which property-based
+        # tests own: spans made on a server thread during a Hypothesis draw would move it.
+        provider = TracerProvider(id_generator=_own_random_ids())
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         trace.set_tracer_provider(provider)
         self.reader = InMemoryMetricReader()
-        metrics.set_meter_provider(MeterProvider(metric_readers=[self.reader]))
+        metrics.set_meter_provider(MeterProvider(metric_readers=[self.reader], **_no_exemplars()))
         self.tracer = trace.get_tracer("tests")
 
     def spans(self, name: str | None = None) -> list[Any]:

@@ -14,8 +14,7 @@ from ag2 import Agent
 from ag2.testing import TestConfig
 
 from ag2_memorysync.v1 import MemorySyncMiddleware
-
-from .test_long_turns import long_turn, no_fragment
+from shared.long_turns import long_turn, no_fragment
 
 
 async def test_v1_middleware_stores_no_fact_from_a_fragment(served_local_server: Any) -> None:

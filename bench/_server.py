@@ -8,17 +8,22 @@ process would show up as client latency and as event-loop lag. A control route
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import logging
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 
 import httpx
+
+from ._stats import Section
 
 API_KEY = "ms_bench_key_not_secret"
 TENANT = "bench"
@@ -198,3 +203,26 @@ def rss_mib() -> float:
 
 if __name__ == "__main__":
     _serve(sys.argv[1], int(sys.argv[2]))
+
+
+def run_alone(
+    prog: str, description: str | None, run: Callable[..., list[Section]], argv: list[str] | None
+) -> int:
+    """``python -m bench.<item>``: serve, seed, run one item, print its rows.
+
+    Exit status 1 when a row misses its goal.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    logging.basicConfig(level=logging.ERROR)
+    with BenchServer() as server:
+        server.seed()
+        sections = run(server, quick=args.quick)
+    for section in sections:
+        print(f"{section.title}: {section.setup}")
+        for row in section.rows:
+            verdict = "met" if row.passed else "MISSED"
+            print(f"| {row.figure} | {row.ours} | {row.baseline} | {row.ratio} | {verdict} |")
+    return 0 if all(row.passed for section in sections for row in section.rows) else 1

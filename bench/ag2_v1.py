@@ -14,11 +14,8 @@ Needs ``ag2`` 1.x, which the ``bench`` session does not install; run it on its o
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import logging
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,8 +26,8 @@ from ag2.events import ModelRequest, ModelResponse, TextInput
 
 from ag2_memorysync.v1 import MemorySyncMiddleware
 
-from ._server import PROMPT, USER, BenchServer
-from ._stats import Row, Section, now, p50_p99, ratio, stat
+from ._server import PROMPT, USER, BenchServer, run_alone
+from ._stats import Section, against_bare, now, stat
 
 
 async def _measure(server: BenchServer, rounds: int) -> Section:
@@ -74,16 +71,7 @@ async def _measure(server: BenchServer, rounds: int) -> Section:
             f"{rounds} interleaved rounds, warm connections; a new per-turn middleware per "
             "call; recall returns 5 of the user's 10 memories."
         ),
-        rows=[
-            Row(
-                "middleware recall vs bare recall POST",
-                p50_p99(s_ours),
-                p50_p99(s_bare),
-                f"{ratio(s_ours.p50, s_bare.p50)} (p50), {ratio(s_ours.p99, s_bare.p99)} (p99)",
-                "≤ 1.15× at p50",
-                s_ours.p50 / s_bare.p50 <= 1.15,
-            )
-        ],
+        rows=[against_bare("middleware recall vs bare recall POST", s_ours, s_bare)],
         stats=[s_ours, s_bare],
     )
 
@@ -95,20 +83,7 @@ def run(server: BenchServer, *, quick: bool) -> list[Section]:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve, seed, measure and print the row; 1 when it misses its goal."""
-    parser = argparse.ArgumentParser(prog="python -m bench.ag2_v1", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    args = parser.parse_args(argv)
-    warnings.simplefilter("ignore")
-    logging.basicConfig(level=logging.ERROR)
-    with BenchServer() as server:
-        server.seed()
-        sections = run(server, quick=args.quick)
-    for section in sections:
-        print(f"{section.title}: {section.setup}")
-        for row in section.rows:
-            verdict = "met" if row.passed else "MISSED"
-            print(f"| {row.figure} | {row.ours} | {row.baseline} | {row.ratio} | {verdict} |")
-    return 0 if all(row.passed for section in sections for row in section.rows) else 1
+    return run_alone("python -m bench.ag2_v1", __doc__, run, argv)
 
 
 if __name__ == "__main__":

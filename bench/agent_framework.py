@@ -15,9 +15,7 @@ on its own::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import logging
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
@@ -31,8 +29,8 @@ with warnings.catch_warnings():
 
 from agent_framework_memorysync import MemorySyncContextProvider
 
-from ._server import PROMPT, USER, BenchServer
-from ._stats import Row, Section, now, p50_p99, ratio, stat
+from ._server import PROMPT, USER, BenchServer, run_alone
+from ._stats import Section, against_bare, now, stat
 
 
 class _NoModel(BaseChatClient[Any]):
@@ -89,16 +87,7 @@ async def _measure(server: BenchServer, rounds: int) -> Section:
             f"{rounds} interleaved rounds, warm connections; a fresh SessionContext per "
             "call; recall returns 5 of the user's 10 memories."
         ),
-        rows=[
-            Row(
-                "before_run vs bare recall POST",
-                p50_p99(s_ours),
-                p50_p99(s_bare),
-                f"{ratio(s_ours.p50, s_bare.p50)} (p50), {ratio(s_ours.p99, s_bare.p99)} (p99)",
-                "≤ 1.15× at p50",
-                s_ours.p50 / s_bare.p50 <= 1.15,
-            )
-        ],
+        rows=[against_bare("before_run vs bare recall POST", s_ours, s_bare)],
         stats=[s_ours, s_bare],
     )
 
@@ -110,20 +99,7 @@ def run(server: BenchServer, *, quick: bool) -> list[Section]:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve, seed, measure and print the row; 1 when it misses its goal."""
-    parser = argparse.ArgumentParser(prog="python -m bench.agent_framework", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    args = parser.parse_args(argv)
-    warnings.simplefilter("ignore")
-    logging.basicConfig(level=logging.ERROR)
-    with BenchServer() as server:
-        server.seed()
-        sections = run(server, quick=args.quick)
-    for section in sections:
-        print(f"{section.title}: {section.setup}")
-        for row in section.rows:
-            verdict = "met" if row.passed else "MISSED"
-            print(f"| {row.figure} | {row.ours} | {row.baseline} | {row.ratio} | {verdict} |")
-    return 0 if all(row.passed for section in sections for row in section.rows) else 1
+    return run_alone("python -m bench.agent_framework", __doc__, run, argv)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ import httpx
 from memorysync_local import Fact, create_app, embedded
 from memorysync_local._store import FactContext
 
+from ._server import _free_port
 from ._stats import Row, Section, p50_p99, stat
 from .server_bench import _PROMPTS, _SUBJECTS, _fill
 
@@ -64,12 +64,6 @@ def _load(path: str, users: Sequence[str], per_user: int, rng: random.Random) ->
             facts = [Fact(_fill(rng, rng.choice(_SUBJECTS))) for _ in range(per_user)]
             store._insert_facts(conn, facts, ctx)
     store.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class _Served:

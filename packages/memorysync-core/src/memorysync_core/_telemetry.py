@@ -57,20 +57,25 @@ class _State:
     tracer: tuple[object, Any] | None = None  # (provider, its tracer)
 
 
-def _tracer() -> Any:
-    """The tracer of the configured SDK, or None while no SDK is configured.
+def _configured(module: Any, attribute: str, getter: Callable[[], Any]) -> Any:
+    """The provider an application configured (SDK or other), or None while none is.
 
-    Until an application sets a tracer provider, the API's proxy would only hand out
-    non-recording spans: skipping them keeps the hot path at its uninstrumented cost.
+    The API's own global is read directly while it is unset: asking the public getter on
+    every span is most of what telemetry costs an application that does not trace. Until
+    a provider is set, the API's proxy would only hand out no-op spans and instruments.
     """
-    # The API's own global, read directly while it is unset: asking the public getter on
-    # every span is most of what tracing costs an application that does not trace.
-    provider: Any = getattr(otel_trace, "_TRACER_PROVIDER", _UNKNOWN)
+    provider: Any = getattr(module, attribute, _UNKNOWN)
     if provider is None and not _PROVIDERS_FROM_ENVIRONMENT:
         return None
     if provider is _UNKNOWN or provider is None:
-        provider = otel_trace.get_tracer_provider()
-    if isinstance(provider, otel_trace.ProxyTracerProvider):
+        provider = getter()
+    return None if type(provider).__name__.lstrip("_").startswith("Proxy") else provider
+
+
+def _tracer() -> Any:
+    """The tracer of the configured provider, or None while none is configured."""
+    provider = _configured(otel_trace, "_TRACER_PROVIDER", otel_trace.get_tracer_provider)
+    if provider is None:
         return None
     cached = _State.tracer
     if cached is None or cached[0] is not provider:
@@ -256,12 +261,8 @@ def instruments() -> _Instruments | None:
     """The metric instruments, or None when telemetry is off or no SDK meter is set."""
     if not _State.enabled:
         return None
-    provider: Any = getattr(otel_metrics_internal, "_METER_PROVIDER", _UNKNOWN)
-    if provider is None and not _PROVIDERS_FROM_ENVIRONMENT:
-        return None
-    if provider is _UNKNOWN or provider is None:
-        provider = otel_metrics.get_meter_provider()
-    if type(provider).__name__.startswith("_Proxy"):
+    meters = _configured(otel_metrics_internal, "_METER_PROVIDER", otel_metrics.get_meter_provider)
+    if meters is None:
         return None
     if _State.instruments is None:
         _State.instruments = _Instruments()

@@ -409,7 +409,7 @@ def semantic_quality(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks; writes bench/results.md and the latency chart. Not a test."""
     session.install("matplotlib>=3.8", "opentelemetry-sdk>=1.27")
-    session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2)
+    session.install("-e", CORE, "-e", f"{LOCAL}[semantic]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
     session.run("python", "-m", "bench", *session.posargs)

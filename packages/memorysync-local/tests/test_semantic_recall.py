@@ -15,7 +15,8 @@ import logging
 import shutil
 import socket
 import sqlite3
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,11 @@ from tokenizers.normalizers import Lowercase  # noqa: E402
 from tokenizers.pre_tokenizers import Whitespace  # noqa: E402
 
 from memorysync_local import _cli, _embedding, embedded  # noqa: E402
-from memorysync_local._db import SCHEMA_VERSION  # noqa: E402
+from memorysync_local._db import SCHEMA_VERSION, Database  # noqa: E402
 from memorysync_local._embedding import Model2VecEmbedder, OpenAIEmbedder  # noqa: E402
 from memorysync_local._plans import Caller  # noqa: E402
-from memorysync_local._vectors import backfill_vectors, fuse  # noqa: E402
+from memorysync_local._vector_index import VectorIndex  # noqa: E402
+from memorysync_local._vectors import backfill_vectors, fuse, pack  # noqa: E402
 
 # Four meaning axes: animals, work, places, food. Every other word is unknown.
 AXES = {
@@ -217,7 +219,7 @@ def test_a_version_4_file_gains_the_vectors_table_and_keeps_everything(
         with closing(sqlite3.connect(db)) as conn:
             versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
             after = conn.execute("SELECT * FROM memories ORDER BY id").fetchall()
-        assert versions[-1] == SCHEMA_VERSION == 5
+        assert versions[-1] == SCHEMA_VERSION == 6
         assert after == before
         assert len(vector_rows(db)) == len(before)
         found = recall(server, "What pet do I have?")
@@ -285,3 +287,124 @@ def test_an_embedder_failing_at_write_and_recall_keeps_the_facts_and_recalls_by_
     assert vector_rows(db) == []
     assert any("facts stored without vectors" in r.getMessage() for r in caplog.records)
     assert "sk-secret-value" not in caplog.text
+
+
+# --- the in-memory vector index (memorysync_local._vector_index) -------------------
+
+
+def test_recall_reads_a_users_vectors_once_and_appends_new_ones(tmp_path: Path, model: str) -> None:
+    with embedded(str(tmp_path / "m.db"), embedder=model) as server:
+        index = server.store._vectors
+        tell(server, "My cat is called Miso.")
+        assert [m["text"] for m in recall(server, "any animal?")] == ["User's cat is called Miso"]
+        assert index.reloads == 1
+        tell(server, "I also have a dog named Rex.", "I work as a dentist in Berlin.")
+        found = [m["text"] for m in recall(server, "any animal?")]
+        assert found == ["Also has a dog named Rex", "User's cat is called Miso"]  # ties: newest
+        assert index.reloads == 1  # the two new vectors were appended, not reread
+
+
+def test_a_forgotten_memory_leaves_the_index_at_once(tmp_path: Path, model: str) -> None:
+    db = tmp_path / "m.db"
+    with embedded(str(db), embedder=model) as server:
+        tell(server, *FACTS, "My cat is called Miso.")
+        assert len(recall(server, "any animal?")) == 2
+        dog = memory_ids(db)[0]
+        server.store.forget("local", "ana", memory_ids=[dog], filters=None, dry_run=False)
+        assert [m["text"] for m in recall(server, "any animal?")] == ["User's cat is called Miso"]
+        assert server.store._vectors.reloads == 2
+
+
+def test_a_second_server_on_the_same_file_sees_the_others_writes(
+    tmp_path: Path, model: str
+) -> None:
+    db = str(tmp_path / "m.db")
+    with embedded(db, embedder=model) as first, embedded(db, embedder=model) as second:
+        tell(first, "My cat is called Miso.")
+        assert len(recall(second, "any animal?")) == 1
+        tell(first, "I also have a dog named Rex.")
+        assert len(recall(second, "any animal?")) == 2
+        first.store.forget("local", "ana", memory_ids=None, filters=None, dry_run=False)
+        assert recall(second, "any animal?") == []
+
+
+def test_past_its_byte_budget_the_index_evicts_other_users_and_stays_right(
+    tmp_path: Path, model: str
+) -> None:
+    with embedded(str(tmp_path / "m.db"), embedder=model) as server:
+        index = server.store._vectors
+        index.max_bytes = 1  # keeps only the user being recalled
+        for user in ("ana", "bo", "cy"):
+            tell(server, f"My cat is called {user}.", user=user)
+        for user in ("ana", "bo", "cy", "ana"):
+            assert len(recall(server, "any animal?", user=user)) == 1
+        assert list(index._held) == [("local", "ana")]
+        assert index.reloads == 4
+
+
+class SlowEmbedder:
+    """The tiny model, held at a gate while it embeds a text that mentions ``Rex``."""
+
+    def __init__(self, inner: Model2VecEmbedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if any("Rex" in text for text in texts):
+            self.entered.set()
+            assert self.release.wait(30)
+        return self.inner.embed(texts)
+
+
+def test_a_slow_embedder_does_not_hold_the_write_lock(tmp_path: Path, model: str) -> None:
+    slow = SlowEmbedder(Model2VecEmbedder(model.partition(":")[2]))
+    with embedded(str(tmp_path / "m.db"), embedder=slow) as server:
+        writer = threading.Thread(target=tell, args=(server, "I also have a dog named Rex."))
+        other = threading.Thread(target=tell, args=(server, "I live in Porto."))
+        writer.start()
+        try:
+            assert slow.entered.wait(30)
+            # While the first write's embedder waits, a second write goes through,
+            # and the dog is already found by its words.
+            other.start()
+            other.join(20)
+            waited = other.is_alive()
+        finally:
+            slow.release.set()
+            writer.join(60)
+            other.join(60)  # before the server closes its connections
+        assert not waited, "the second write waited for the first one's embedder"
+        assert [m["text"] for m in recall(server, "rex")] == ["Also has a dog named Rex"]
+        assert [m["text"] for m in recall(server, "Which pet?")] == ["Also has a dog named Rex"]
+
+
+def test_nearest_matches_an_exhaustive_search(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    db = Database(str(tmp_path / "m.db"))
+    try:
+        vectors = rng.normal(size=(300, 16)).astype(np.float32)
+        with db.write() as conn:
+            for i, vector in enumerate(vectors):
+                conn.execute(
+                    "INSERT INTO memories (tenant_id, user_id, text, origin, created_at) "
+                    "VALUES ('t', 'u', ?, 'add', '2026-01-01T00:00:00Z')",
+                    (f"fact {i}",),
+                )
+                conn.execute(
+                    "INSERT INTO memory_vectors (memory_id, model, vector) VALUES (?, 'm', ?)",
+                    (i + 1, pack(vector)),
+                )
+        index = VectorIndex("m")
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        for _ in range(5):
+            probe = rng.normal(size=16).astype(np.float32)
+            probe /= np.linalg.norm(probe)
+            with db.connection() as conn:
+                found = index.nearest(conn, "t", "u", probe, 10)
+            expected = np.argsort(-(unit @ probe))[:10] + 1
+            assert [i for i, _ in found] == expected.tolist()
+            assert [c for _, c in found] == sorted((c for _, c in found), reverse=True)
+    finally:
+        db.close()

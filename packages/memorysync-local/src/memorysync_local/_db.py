@@ -21,7 +21,7 @@ from memorysync_local._backfill import backfill_stems
 from memorysync_local._stemming import index_text, owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_SECONDS = 30.0
 # History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
 HISTORY_ID_BASE = 1_000_000_000_000
@@ -155,6 +155,28 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE TRIGGER memory_vectors_ad AFTER DELETE ON memories BEGIN
         DELETE FROM memory_vectors WHERE memory_id = old.id;
+    END;
+    """,
+    # Per user, how many vectors were added and memories removed: each recall by
+    # meaning reads its user's row to keep its in-memory matrix in step with the file
+    # (memorysync_local._vector_index), whichever process wrote.
+    6: """
+    CREATE TABLE vector_changes (
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        added INTEGER NOT NULL DEFAULT 0,
+        removed INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant_id, user_id)
+    );
+    CREATE TRIGGER vector_changes_ai AFTER INSERT ON memory_vectors BEGIN
+        INSERT INTO vector_changes (tenant_id, user_id, added)
+        SELECT tenant_id, user_id, 1 FROM memories WHERE id = new.memory_id
+        ON CONFLICT (tenant_id, user_id) DO UPDATE SET added = added + 1;
+    END;
+    CREATE TRIGGER vector_changes_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO vector_changes (tenant_id, user_id, removed)
+        VALUES (old.tenant_id, old.user_id, 1)
+        ON CONFLICT (tenant_id, user_id) DO UPDATE SET removed = removed + 1;
     END;
     """,
 }

@@ -13,7 +13,8 @@ import logging
 import secrets
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from memorysync_local._timeutil import (
     seconds_until_next_month,
     utc_now,
 )
+from memorysync_local._vector_index import VectorIndex
 from memorysync_local._vectors import backfill_vectors, hybrid, store_vectors
 
 logger = logging.getLogger("memorysync.local")
@@ -113,6 +115,9 @@ class Store:
         self._term_stats = TermStats()
         # Recall by meaning (the semantic extra) when set; lexical recall when None.
         self.embedder = embedder
+        # The facts a thread's current _write() stored, to embed after it commits.
+        self._unembedded = threading.local()
+        self._vectors = VectorIndex(embedder.name) if embedder is not None else None
         if embedder is not None:
             self._backfill_vectors(embedder)
         self.extractor = extractor
@@ -230,13 +235,31 @@ class Store:
                 ),
             )
             ids.append(int(cursor.lastrowid or 0))
-        if self.embedder is not None and ids:
+        unembedded = getattr(self._unembedded, "rows", None)
+        if unembedded is not None:
+            unembedded.extend(zip(ids, (fact.text for fact in facts), strict=True))
+        return ids
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """``db.write()``; then the facts it stored are embedded, after the commit.
+
+        A slow embedder (a remote endpoint) thus never holds the write lock. Facts
+        stored by a transaction that rolls back are not embedded.
+        """
+        rows: list[tuple[int, str]] = []
+        self._unembedded.rows = rows if self.embedder is not None else None
+        try:
+            with self.db.write() as conn:
+                yield conn
+        finally:
+            self._unembedded.rows = None
+        if self.embedder is not None and rows:
             try:
-                texts = [(i, fact.text) for i, fact in zip(ids, facts, strict=True)]
-                store_vectors(conn, self.embedder, texts)
+                with self.db.connection() as conn:
+                    store_vectors(conn, self.embedder, rows)
             except Exception:  # the facts are kept; the next start's backfill embeds them
                 logger.warning("the embedder failed; facts stored without vectors", exc_info=True)
-        return ids
 
     @staticmethod
     def _store_job(conn: sqlite3.Connection, text: str, ctx: FactContext) -> None:
@@ -262,7 +285,7 @@ class Store:
             return False
         ctx = FactContext(**json.loads(job["context"]))
         facts = self._extract(str(job["text"])).facts
-        with self.db.write() as conn:
+        with self._write() as conn:
             if conn.execute("DELETE FROM extraction_jobs WHERE id = ?", (job["id"],)).rowcount:
                 # A turn deleted meanwhile (with its facts) gets none afterwards.
                 turn_gone = ctx.history_id is not None and (
@@ -315,7 +338,7 @@ class Store:
             request_id=request_id,
         )
         schedule = False
-        with self.db.write() as conn:
+        with self._write() as conn:
             meter = self._meter(conn, caller)
             if meter == "ok":
                 if role != "user":
@@ -402,7 +425,7 @@ class Store:
             origin="add",
             request_id=new_request_id(),
         )
-        with self.db.write() as conn:
+        with self._write() as conn:
             if client_ref is not None:
                 row = conn.execute(
                     "SELECT memory_ids FROM client_refs WHERE tenant_id = ? AND user_id = ? "
@@ -453,9 +476,16 @@ class Store:
         fused with recall by meaning (``_vectors.hybrid``) when an embedder is set."""
         with self.db.connection() as conn:
             limit = max(4 * k, _MIN_CANDIDATES)
-            if self.embedder is not None:
+            if self.embedder is not None and self._vectors is not None:
                 fused = hybrid(
-                    conn, self.embedder, tenant, user_id, prompt, limit, self._term_stats
+                    conn,
+                    self.embedder,
+                    self._vectors,
+                    tenant,
+                    user_id,
+                    prompt,
+                    limit,
+                    self._term_stats,
                 )
                 return _unique([_recalled(row, value) for row, value in fused])[:k]
             found = lexical(conn, tenant, user_id, prompt, limit, self._term_stats)
@@ -530,7 +560,7 @@ class Store:
                     clauses.append(clause)
                     params.append(filters[name])
         where = " AND ".join(clauses)
-        with self.db.write() as conn:
+        with self._write() as conn:
             ids = [
                 int(row[0])
                 for row in conn.execute(
@@ -559,7 +589,7 @@ class Store:
         scalars = {k: v for k, v in scalar_metadata(metadata).items() if k != "session_id"}
         scheduled = False
         request_ids: list[str] = []
-        with self.db.write() as conn:
+        with self._write() as conn:
             existing = [self._find_turn(conn, tenant, user_id, session_id, t) for t in turns]
             if all(row is not None for row in existing):
                 return {
@@ -716,7 +746,7 @@ class Store:
         if source is not None:
             where += " AND source = ?"
             params.append(source)
-        with self.db.write() as conn:
+        with self._write() as conn:
             turn_ids = [
                 int(r[0])
                 for r in conn.execute(f"SELECT id FROM history WHERE {where} ORDER BY id", params)

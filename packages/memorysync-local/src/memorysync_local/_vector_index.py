@@ -1,0 +1,210 @@
+"""Each user's memory vectors held in memory as one matrix, kept in step with the file.
+
+Reading a user's vectors from SQLite for every recall costs about a millisecond
+per thousand memories (a 256-dimension vector is a 1 KB blob): 100 ms or more
+at 100,000. So the first recall for a user reads them once into a float32 matrix
+and later recalls only multiply.
+
+The file stays the truth, and other processes may write to it (a second server,
+the CLI's ``forget``). Triggers (schema 6) count, per user, the vectors added
+and the memories removed in ``vector_changes``; each recall reads that row (one
+primary-key lookup) in the same read transaction as anything it loads:
+
+- nothing changed: the matrix is used as it is;
+- only vectors added, all newer than the newest one held: those are appended;
+- anything else (a memory deleted, an older memory embedded by a backfill, a
+  vector replaced): the user's matrix is read again.
+
+Held matrices are evicted, least recently used first, past ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memorysync_local._embedding import _optional
+
+logger = logging.getLogger("memorysync.local")
+
+# 512 MiB: one user with 500,000 memories of 256 dimensions, or 5,000 users with 100.
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+
+
+def _numpy() -> Any:
+    return _optional("numpy")
+
+
+@dataclass
+class _Held:
+    """One user's vectors: the first ``size`` rows of ``matrix`` and ``ids`` are in use."""
+
+    ids: Any  # int64 array, ascending memory ids
+    matrix: Any  # float32 array (capacity x dimensions), unit-length rows
+    size: int
+    added: int
+    removed: int
+
+    @property
+    def newest(self) -> int:
+        return int(self.ids[self.size - 1]) if self.size else 0
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes + self.ids.nbytes)
+
+
+class VectorIndex:
+    """Nearest-neighbour search over each user's vectors of one model, held in memory."""
+
+    def __init__(self, model: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.model = model
+        self.max_bytes = max_bytes
+        self._held: OrderedDict[tuple[str, str], _Held] = OrderedDict()
+        self._lock = threading.Lock()
+        self.reloads = 0  # full reads of a user's vectors, for tests and the bench
+
+    def nearest(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        user_id: str,
+        probe: Any,
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """The user's ``limit`` memories closest to the unit vector ``probe``:
+        (memory id, cosine), best first; ties go to the newest memory."""
+        np = _numpy()
+        ids, matrix = self._current(conn, tenant, user_id)
+        if not len(ids) or limit <= 0:
+            return []
+        if matrix.shape[1] != probe.size:
+            logger.warning("stored vectors do not match model %s; run without them", self.model)
+            return []
+        cosines = matrix @ probe
+        if len(ids) > limit:
+            top = np.argpartition(-cosines, limit - 1)[:limit]
+        else:
+            top = np.arange(len(ids))
+        # Best cosine first; equal cosines: the higher (newer) id first.
+        order = top[np.lexsort((-ids[top], -cosines[top]))]
+        return [(int(ids[i]), float(cosines[i])) for i in order]
+
+    def _current(self, conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[Any, Any]:
+        """The user's ids and matrix, brought up to date (views safe to read unlocked)."""
+        key = (tenant, user_id)
+        own_transaction = not conn.in_transaction
+        if own_transaction:
+            conn.execute("BEGIN")  # one snapshot for the counters and the rows they cover
+        try:
+            added, removed = _counters(conn, tenant, user_id)
+            with self._lock:
+                held = self._held.get(key)
+                # The counters only grow: a matrix at or past this snapshot's is current.
+                if held is not None and (added > held.added or removed > held.removed):
+                    held = self._caught_up(conn, tenant, user_id, held, added, removed)
+                if held is None:
+                    held = self._load(conn, tenant, user_id, added, removed)
+                self._held[key] = held
+                self._held.move_to_end(key)
+                self._evict(keep=key)
+                return held.ids[: held.size], held.matrix[: held.size]
+        finally:
+            if own_transaction:
+                conn.execute("COMMIT")
+
+    def _caught_up(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        user_id: str,
+        held: _Held,
+        added: int,
+        removed: int,
+    ) -> _Held | None:
+        """``held`` with the vectors added since appended, or None if it must be reread."""
+        if removed != held.removed:
+            return None
+        rows = conn.execute(
+            # Driven by the vectors' ids (CROSS JOIN keeps that order): only new rows are read.
+            "SELECT v.memory_id, v.model, v.vector FROM memory_vectors v CROSS JOIN memories m "
+            "ON m.id = v.memory_id WHERE v.memory_id > ? AND m.tenant_id = ? AND m.user_id = ? "
+            "ORDER BY v.memory_id",
+            (held.newest, tenant, user_id),
+        ).fetchall()
+        if len(rows) != added - held.added:
+            return None  # an older memory was (re)embedded: reread
+        ours = [(int(r[0]), bytes(r[2])) for r in rows if r[1] == self.model]
+        return self._appended(held, ours, added)
+
+    def _appended(self, held: _Held, rows: Sequence[tuple[int, bytes]], added: int) -> _Held:
+        np = _numpy()
+        width = held.matrix.shape[1]
+        fresh = _matrix(rows, width)
+        if fresh is None:  # a vector of another length: left out (nearest says why)
+            return _Held(held.ids, held.matrix, held.size, added, held.removed)
+        new_ids, new_rows = fresh
+        needed = held.size + len(rows)
+        ids, matrix = held.ids, held.matrix
+        if needed > len(ids):
+            # Grow by a quarter: appends stay amortised O(1) without doubling memory.
+            capacity = max(needed, len(ids) + len(ids) // 4, 64)
+            ids = np.zeros(capacity, dtype=np.int64)
+            ids[: held.size] = held.ids[: held.size]
+            matrix = np.zeros((capacity, width), dtype=np.float32)
+            matrix[: held.size] = held.matrix[: held.size]
+        # Rows past ``size`` are invisible to readers of the old views: safe to write.
+        ids[held.size : needed] = new_ids
+        matrix[held.size : needed] = new_rows
+        return _Held(ids, matrix, needed, added, held.removed)
+
+    def _load(
+        self, conn: sqlite3.Connection, tenant: str, user_id: str, added: int, removed: int
+    ) -> _Held:
+        np = _numpy()
+        self.reloads += 1
+        rows = conn.execute(
+            "SELECT v.memory_id, v.vector FROM memory_vectors v JOIN memories m "
+            "ON m.id = v.memory_id WHERE m.tenant_id = ? AND m.user_id = ? AND v.model = ? "
+            "ORDER BY v.memory_id",
+            (tenant, user_id, self.model),
+        ).fetchall()
+        pairs = [(int(r[0]), bytes(r[1])) for r in rows]
+        width = len(pairs[0][1]) // 4 if pairs else 0
+        loaded = _matrix(pairs, width)
+        if loaded is None:
+            logger.warning("stored vectors do not match model %s; run without them", self.model)
+            loaded = (np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.float32))
+        ids, matrix = loaded
+        return _Held(ids, matrix, len(ids), added, removed)
+
+    def _evict(self, *, keep: tuple[str, str]) -> None:
+        total = sum(held.nbytes for held in self._held.values())
+        for key in list(self._held):
+            if total <= self.max_bytes:
+                break
+            if key != keep:
+                total -= self._held.pop(key).nbytes
+
+
+def _counters(conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[int, int]:
+    row = conn.execute(
+        "SELECT added, removed FROM vector_changes WHERE tenant_id = ? AND user_id = ?",
+        (tenant, user_id),
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def _matrix(rows: Sequence[tuple[int, bytes]], width: int) -> tuple[Any, Any] | None:
+    """(ids, float32 rows) from (id, blob) pairs; None if a blob is not ``width`` floats."""
+    np = _numpy()
+    if any(len(blob) != 4 * width for _, blob in rows):
+        return None
+    ids = np.fromiter((i for i, _ in rows), dtype=np.int64, count=len(rows))
+    flat = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+    return ids, flat.reshape(len(rows), width).copy()

@@ -331,7 +331,14 @@ def run(*, quick: bool = False) -> list[Section]:
         ),
     ]
     rows += [
-        Row(f"recall p50 / p99, 100k memories, {h.name}", p50_p99(h), "", "", "none (reported)", None)
+        Row(
+            f"recall p50 / p99, 100k memories, {h.name}",
+            p50_p99(h),
+            "",
+            "",
+            "none (reported)",
+            None,
+        )
         for h in hybrid_stats[1:]
     ]
     return [

@@ -408,3 +408,24 @@ def test_nearest_matches_an_exhaustive_search(tmp_path: Path) -> None:
             assert [c for _, c in found] == sorted((c for _, c in found), reverse=True)
     finally:
         db.close()
+
+
+def test_concurrent_first_recalls_of_a_user_read_the_vectors_once(
+    tmp_path: Path, model: str
+) -> None:
+    with embedded(str(tmp_path / "m.db"), embedder=model) as server:
+        tell(server, *FACTS)
+        start = threading.Barrier(8)
+        found: list[list[str]] = []
+
+        def ask() -> None:
+            start.wait(30)
+            found.append([m["text"] for m in recall(server, "Which pet?")])
+
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert found == [["Also has a dog named Rex"]] * 8
+        assert server.store._vectors.reloads == 1

@@ -34,6 +34,7 @@ logger = logging.getLogger("memorysync.local")
 
 # 512 MiB: one user with 500,000 memories of 256 dimensions, or 5,000 users with 100.
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+_USER_LOCKS = 64
 
 
 def _numpy() -> Any:
@@ -66,7 +67,10 @@ class VectorIndex:
         self.model = model
         self.max_bytes = max_bytes
         self._held: OrderedDict[tuple[str, str], _Held] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _held
+        # One user's matrix is brought up to date by one thread at a time (a first
+        # read at 100k memories takes most of a second), without stalling other users.
+        self._user_locks = [threading.Lock() for _ in range(_USER_LOCKS)]
         self.reloads = 0  # full reads of a user's vectors, for tests and the bench
 
     def nearest(
@@ -103,17 +107,19 @@ class VectorIndex:
             conn.execute("BEGIN")  # one snapshot for the counters and the rows they cover
         try:
             added, removed = _counters(conn, tenant, user_id)
-            with self._lock:
-                held = self._held.get(key)
+            with self._user_locks[hash(key) % _USER_LOCKS]:
+                with self._lock:
+                    held = self._held.get(key)
                 # The counters only grow: a matrix at or past this snapshot's is current.
                 if held is not None and (added > held.added or removed > held.removed):
                     held = self._caught_up(conn, tenant, user_id, held, added, removed)
                 if held is None:
                     held = self._load(conn, tenant, user_id, added, removed)
-                self._held[key] = held
-                self._held.move_to_end(key)
-                self._evict(keep=key)
-                return held.ids[: held.size], held.matrix[: held.size]
+                with self._lock:
+                    self._held[key] = held
+                    self._held.move_to_end(key)
+                    self._evict(keep=key)
+            return held.ids[: held.size], held.matrix[: held.size]
         finally:
             if own_transaction:
                 conn.execute("COMMIT")
@@ -167,7 +173,8 @@ class VectorIndex:
         self, conn: sqlite3.Connection, tenant: str, user_id: str, added: int, removed: int
     ) -> _Held:
         np = _numpy()
-        self.reloads += 1
+        with self._lock:
+            self.reloads += 1
         rows = conn.execute(
             "SELECT v.memory_id, v.vector FROM memory_vectors v JOIN memories m "
             "ON m.id = v.memory_id WHERE m.tenant_id = ? AND m.user_id = ? AND v.model = ? "

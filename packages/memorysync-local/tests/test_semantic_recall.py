@@ -37,6 +37,7 @@ from memorysync_local import _cli, _embedding, embedded  # noqa: E402
 from memorysync_local._db import SCHEMA_VERSION, Database  # noqa: E402
 from memorysync_local._embedding import Model2VecEmbedder, OpenAIEmbedder  # noqa: E402
 from memorysync_local._plans import Caller  # noqa: E402
+from memorysync_local._users import forget_user  # noqa: E402
 from memorysync_local._vector_index import VectorIndex  # noqa: E402
 from memorysync_local._vectors import backfill_vectors, fuse, pack  # noqa: E402
 
@@ -429,3 +430,24 @@ def test_concurrent_first_recalls_of_a_user_read_the_vectors_once(
             thread.join(60)
         assert found == [["Also has a dog named Rex"]] * 8
         assert server.store._vectors.reloads == 1
+
+
+def test_an_erased_user_leaves_no_row_naming_them_and_their_new_facts_are_recalled(
+    tmp_path: Path, model: str
+) -> None:
+    db = tmp_path / "m.db"
+    with embedded(str(db), embedder=model) as server:
+        tell(server, *FACTS)
+        assert recall(server, "Which pet?")  # the user's vectors are now held
+        forget_user(server.store.db, "local", "ana")
+        with closing(sqlite3.connect(db)) as conn:
+            tables = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            for table in tables:
+                rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+                assert all("ana" not in row for row in rows), table
+        # The same counts again after the erase: the held matrix must not pass for current.
+        tell(server, "I also have a dog named Rex.", "My cat is called Miso.", "I live in Porto.")
+        found = [m["text"] for m in recall(server, "any animal?")]
+    assert found == ["User's cat is called Miso", "Also has a dog named Rex"]

@@ -159,7 +159,8 @@ _MIGRATIONS: dict[int, str] = {
     """,
     # Per user, how many vectors were added and memories removed: each recall by
     # meaning reads its user's row to keep its in-memory matrix in step with the file
-    # (memorysync_local._vector_index), whichever process wrote.
+    # (memorysync_local._vector_index), whichever process wrote. Erasing a user deletes
+    # their row; meta's vector_erasures then counts up, so no held matrix outlives it.
     6: """
     CREATE TABLE vector_changes (
         tenant_id TEXT NOT NULL,
@@ -177,6 +178,10 @@ _MIGRATIONS: dict[int, str] = {
         INSERT INTO vector_changes (tenant_id, user_id, removed)
         VALUES (old.tenant_id, old.user_id, 1)
         ON CONFLICT (tenant_id, user_id) DO UPDATE SET removed = removed + 1;
+    END;
+    CREATE TRIGGER vector_changes_erased AFTER DELETE ON vector_changes BEGIN
+        INSERT INTO meta (key, value) VALUES ('vector_erasures', '1')
+        ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;
     END;
     """,
 }

@@ -211,6 +211,7 @@ def forget_user(db: Database, tenant: str, user_id: str) -> dict[str, int]:
         counts["turns"] = int(conn.execute(f"DELETE FROM history WHERE {where}", ids).rowcount)
         conn.execute(f"DELETE FROM client_refs WHERE {where}", ids)
         conn.execute(f"DELETE FROM turn_receipts WHERE {where}", ids)
+        conn.execute(f"DELETE FROM vector_changes WHERE {where}", ids)  # after the memories
         counts["sessions"] = sessions
     return counts
 

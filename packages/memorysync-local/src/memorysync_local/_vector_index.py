@@ -8,12 +8,14 @@ and later recalls only multiply.
 The file stays the truth, and other processes may write to it (a second server,
 the CLI's ``forget``). Triggers (schema 6) count, per user, the vectors added
 and the memories removed in ``vector_changes``; each recall reads that row (one
-primary-key lookup) in the same read transaction as anything it loads:
+primary-key lookup), with the count of erased users (``meta``'s
+``vector_erasures``: erasing a user deletes their row, so their counters start
+again), in the same read transaction as anything it loads:
 
 - nothing changed: the matrix is used as it is;
 - only vectors added, all newer than the newest one held: those are appended;
 - anything else (a memory deleted, an older memory embedded by a backfill, a
-  vector replaced): the user's matrix is read again.
+  vector replaced, a user erased): the user's matrix is read again.
 
 Held matrices are evicted, least recently used first, past ``max_bytes``.
 """
@@ -50,6 +52,7 @@ class _Held:
     size: int
     added: int
     removed: int
+    erasures: int
 
     @property
     def newest(self) -> int:
@@ -106,15 +109,17 @@ class VectorIndex:
         if own_transaction:
             conn.execute("BEGIN")  # one snapshot for the counters and the rows they cover
         try:
-            added, removed = _counters(conn, tenant, user_id)
+            added, removed, erasures = _counters(conn, tenant, user_id)
             with self._user_locks[hash(key) % _USER_LOCKS]:
                 with self._lock:
                     held = self._held.get(key)
+                if held is not None and erasures != held.erasures:
+                    held = None
                 # The counters only grow: a matrix at or past this snapshot's is current.
                 if held is not None and (added > held.added or removed > held.removed):
                     held = self._caught_up(conn, tenant, user_id, held, added, removed)
                 if held is None:
-                    held = self._load(conn, tenant, user_id, added, removed)
+                    held = self._load(conn, tenant, user_id, added, removed, erasures)
                 with self._lock:
                     self._held[key] = held
                     self._held.move_to_end(key)
@@ -153,7 +158,7 @@ class VectorIndex:
         width = held.matrix.shape[1]
         fresh = _matrix(rows, width)
         if fresh is None:  # a vector of another length: left out (nearest says why)
-            return _Held(held.ids, held.matrix, held.size, added, held.removed)
+            return _Held(held.ids, held.matrix, held.size, added, held.removed, held.erasures)
         new_ids, new_rows = fresh
         needed = held.size + len(rows)
         ids, matrix = held.ids, held.matrix
@@ -167,10 +172,16 @@ class VectorIndex:
         # Rows past ``size`` are invisible to readers of the old views: safe to write.
         ids[held.size : needed] = new_ids
         matrix[held.size : needed] = new_rows
-        return _Held(ids, matrix, needed, added, held.removed)
+        return _Held(ids, matrix, needed, added, held.removed, held.erasures)
 
     def _load(
-        self, conn: sqlite3.Connection, tenant: str, user_id: str, added: int, removed: int
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        user_id: str,
+        added: int,
+        removed: int,
+        erasures: int,
     ) -> _Held:
         np = _numpy()
         with self._lock:
@@ -188,7 +199,7 @@ class VectorIndex:
             logger.warning("stored vectors do not match model %s; run without them", self.model)
             loaded = (np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.float32))
         ids, matrix = loaded
-        return _Held(ids, matrix, len(ids), added, removed)
+        return _Held(ids, matrix, len(ids), added, removed, erasures)
 
     def _evict(self, *, keep: tuple[str, str]) -> None:
         total = sum(held.nbytes for held in self._held.values())
@@ -199,12 +210,15 @@ class VectorIndex:
                 total -= self._held.pop(key).nbytes
 
 
-def _counters(conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[int, int]:
+def _counters(conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[int, int, int]:
+    """The user's (vectors added, memories removed) and the users erased, in this file."""
+    owner = "FROM vector_changes WHERE tenant_id = ?1 AND user_id = ?2"
     row = conn.execute(
-        "SELECT added, removed FROM vector_changes WHERE tenant_id = ? AND user_id = ?",
+        f"SELECT (SELECT added {owner}), (SELECT removed {owner}), "
+        "(SELECT value FROM meta WHERE key = 'vector_erasures')",
         (tenant, user_id),
     ).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
 
 def _matrix(rows: Sequence[tuple[int, bytes]], width: int) -> tuple[Any, Any] | None:

@@ -7,7 +7,7 @@ unit-length as float32, so a dot product is the cosine similarity.
 
 Search is exact: one matrix product over every vector of the asking user, held
 in memory between recalls (:class:`~memorysync_local._vector_index.VectorIndex`);
-about 3 ms for 100,000 vectors of 256 dimensions on one core, where an
+about 5 ms for 100,000 vectors of 256 dimensions on one core, where an
 approximate index would trade recall for little.
 
 Vectors are written after the memories' own transaction has committed

@@ -305,6 +305,15 @@ def test_recall_reads_a_users_vectors_once_and_appends_new_ones(tmp_path: Path, 
         assert index.reloads == 1  # the two new vectors were appended, not reread
 
 
+def test_a_user_recalled_before_their_first_fact_is_recalled_by_meaning_after_it(
+    tmp_path: Path, model: str
+) -> None:
+    with embedded(str(tmp_path / "m.db"), embedder=model) as server:
+        assert recall(server, "any animal?") == []
+        tell(server, "My cat is called Miso.")
+        assert [m["text"] for m in recall(server, "any animal?")] == ["User's cat is called Miso"]
+
+
 def test_a_forgotten_memory_leaves_the_index_at_once(tmp_path: Path, model: str) -> None:
     db = tmp_path / "m.db"
     with embedded(str(db), embedder=model) as server:

@@ -47,16 +47,13 @@ def _numpy() -> Any:
 class _Held:
     """One user's vectors: the first ``size`` rows of ``matrix`` and ``ids`` are in use."""
 
-    ids: Any  # int64 array, ascending memory ids
+    ids: Any  # int64 array of memory ids, in no particular order
     matrix: Any  # float32 array (capacity x dimensions), unit-length rows
     size: int
+    newest: int  # the highest memory id held (0 for none)
     added: int
     removed: int
     erasures: int
-
-    @property
-    def newest(self) -> int:
-        return int(self.ids[self.size - 1]) if self.size else 0
 
     @property
     def nbytes(self) -> int:
@@ -142,7 +139,7 @@ class VectorIndex:
         removed: int,
     ) -> _Held | None:
         """``held`` with the vectors added since appended, or None if it must be reread."""
-        if removed != held.removed:
+        if removed != held.removed or not held.size:  # (an empty matrix has no width yet)
             return None
         rows = conn.execute(
             # Driven by the vectors' ids (CROSS JOIN keeps that order): only new rows are read.
@@ -160,12 +157,15 @@ class VectorIndex:
         np = _numpy()
         width = held.matrix.shape[1]
         fresh = _matrix(rows, width)
-        if fresh is None:  # a vector of another length: left out (nearest says why)
-            return _Held(held.ids, held.matrix, held.size, added, held.removed, held.erasures)
+        if fresh is None or not rows:  # a vector of another length is left out
+            return _Held(
+                held.ids, held.matrix, held.size, held.newest, added, held.removed, held.erasures
+            )
         new_ids, new_rows = fresh
         needed = held.size + len(rows)
         ids, matrix = held.ids, held.matrix
-        if needed > len(ids):
+        # A freshly read matrix is the rows' own read-only buffer, with no room to spare.
+        if needed > len(ids) or not matrix.flags.writeable:
             # Grow by a quarter: appends stay amortised O(1) without doubling memory.
             capacity = max(needed, len(ids) + len(ids) // 4, 64)
             ids = np.zeros(capacity, dtype=np.int64)
@@ -175,7 +175,8 @@ class VectorIndex:
         # Rows past ``size`` are invisible to readers of the old views: safe to write.
         ids[held.size : needed] = new_ids
         matrix[held.size : needed] = new_rows
-        return _Held(ids, matrix, needed, added, held.removed, held.erasures)
+        newest = max(held.newest, int(new_ids.max()))
+        return _Held(ids, matrix, needed, newest, added, held.removed, held.erasures)
 
     def _load(
         self,
@@ -190,9 +191,9 @@ class VectorIndex:
         with self._lock:
             self.reloads += 1
         rows = conn.execute(
-            "SELECT v.memory_id, v.vector FROM memory_vectors v JOIN memories m "
-            "ON m.id = v.memory_id WHERE m.tenant_id = ? AND m.user_id = ? AND v.model = ? "
-            "ORDER BY v.memory_id",
+            # No ORDER BY: sorting 100 MB of vectors took SQLite longer than reading them.
+            "SELECT v.memory_id, v.vector FROM memories m CROSS JOIN memory_vectors v "
+            "ON v.memory_id = m.id WHERE m.tenant_id = ? AND m.user_id = ? AND v.model = ?",
             (tenant, user_id, self.model),
         ).fetchall()
         pairs = [(int(r[0]), bytes(r[1])) for r in rows]
@@ -202,7 +203,8 @@ class VectorIndex:
             logger.warning("stored vectors do not match model %s; run without them", self.model)
             loaded = (np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.float32))
         ids, matrix = loaded
-        return _Held(ids, matrix, len(ids), added, removed, erasures)
+        newest = int(ids.max()) if len(ids) else 0
+        return _Held(ids, matrix, len(ids), newest, added, removed, erasures)
 
     def _evict(self, *, keep: tuple[str, str]) -> None:
         total = sum(held.nbytes for held in self._held.values())
@@ -225,10 +227,12 @@ def _counters(conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[int,
 
 
 def _matrix(rows: Sequence[tuple[int, bytes]], width: int) -> tuple[Any, Any] | None:
-    """(ids, float32 rows) from (id, blob) pairs; None if a blob is not ``width`` floats."""
+    """(ids, float32 rows) from (id, blob) pairs; None if a blob is not ``width`` floats.
+
+    The rows are a read-only view of one joined buffer (no second copy)."""
     np = _numpy()
     if any(len(blob) != 4 * width for _, blob in rows):
         return None
     ids = np.fromiter((i for i, _ in rows), dtype=np.int64, count=len(rows))
-    flat = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-    return ids, flat.reshape(len(rows), width).copy()
+    flat = np.frombuffer(b"".join([blob for _, blob in rows]), dtype=np.float32)
+    return ids, flat.reshape(len(rows), width)

@@ -100,6 +100,11 @@ def _model_folder(
     )
 
 
+def _numpy() -> Any:
+    """numpy (part of the ``semantic`` extra)."""
+    return _optional("numpy")
+
+
 class Model2VecEmbedder:
     """A ``model2vec`` static model, loaded once per process per model."""
 

@@ -1,9 +1,9 @@
 """Each user's memory vectors held in memory as one matrix, kept in step with the file.
 
-Reading a user's vectors from SQLite for every recall costs about a millisecond
-per thousand memories (a 256-dimension vector is a 1 KB blob): 100 ms or more
-at 100,000. So the first recall for a user reads them once into a float32 matrix
-and later recalls only multiply.
+Reading a user's vectors from SQLite for every recall costs a few milliseconds
+per thousand memories (a 256-dimension vector is a 1 KB blob): about half a
+second at 100,000. So the first recall for a user reads them once into a float32
+matrix and later recalls only multiply.
 
 The file stays the truth, and other processes may write to it (a second server,
 the CLI's ``forget``). Triggers (schema 6) count, per user, the vectors added
@@ -30,17 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memorysync_local._embedding import _optional
+from memorysync_local._embedding import _numpy
 
 logger = logging.getLogger("memorysync.local")
 
 # 512 MiB: one user with 500,000 memories of 256 dimensions, or 5,000 users with 100.
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _USER_LOCKS = 64
-
-
-def _numpy() -> Any:
-    return _optional("numpy")
 
 
 @dataclass

@@ -29,10 +29,10 @@ import logging
 import sqlite3
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from memorysync_local._backfill import BATCH, PROGRESS_FROM, _Progress
-from memorysync_local._embedding import Embedder, _optional
+from memorysync_local._embedding import Embedder, _numpy
 from memorysync_local._recall import TermStats, _rows, lexical
 from memorysync_local._vector_index import VectorIndex
 
@@ -44,10 +44,6 @@ RRF_K = 60
 MIN_COSINE = 0.0
 # Texts embedded per call during a backfill.
 EMBED_BATCH = 256
-
-
-def _numpy() -> Any:
-    return _optional("numpy")
 
 
 def pack(vector: Sequence[float]) -> bytes:

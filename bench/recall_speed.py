@@ -40,7 +40,7 @@ from memorysync_local._store import FactContext
 
 from . import _speed_model
 from ._server import _free_port
-from ._stats import Row, Section, p50_p99, stat
+from ._stats import Row, Section, Stat, p50_p99, stat
 from .server_bench import _PROMPTS, _SUBJECTS, _fill
 
 API_KEY = "ms_recall_speed_key"
@@ -92,6 +92,12 @@ class _Served:
                 if self._process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the server did not start") from None
                 time.sleep(0.1)
+
+    def __enter__(self) -> _Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         self._process.terminate()
@@ -217,6 +223,32 @@ async def _concurrent_httpx(base_url: str, prompts: Sequence[str], per_client: i
     return seconds
 
 
+def _one_user(
+    server: _Served, mode: str, prompts: Sequence[str], warmup: int, per_client: int
+) -> tuple[Stat, Stat]:
+    """One client, then ``CONCURRENT`` clients, recalling the one user's memories."""
+    alone = stat(
+        f"{mode}, loopback, 1 client", _sequential(server.base_url, [ONE_USER], prompts, warmup)
+    )
+    together = stat(
+        f"{mode}, loopback, {CONCURRENT} concurrent clients",
+        asyncio.run(_concurrent(server.port, prompts, per_client)),
+    )
+    return alone, together
+
+
+def _many_users(
+    path: str, embedder: str, users: Sequence[str], prompts: Sequence[str], warmup: int
+) -> Stat:
+    """Sequential recalls, each for the next of ``users``."""
+    mode = "lexical" if embedder == "none" else "hybrid"
+    with _Served(path, embedder=embedder) as server:
+        return stat(
+            f"{mode}, loopback, 1,000 users x 100 memories",
+            _sequential(server.base_url, users, prompts, warmup),
+        )
+
+
 def run(*, quick: bool = False) -> list[Section]:
     """Item 10 for ``python -m bench``."""
     rng = random.Random(20261201)
@@ -228,49 +260,31 @@ def run(*, quick: bool = False) -> list[Section]:
         started = time.perf_counter()
         _load(one, [ONE_USER], 100_000, rng)
         load_one = time.perf_counter() - started
-        server = _Served(one)
-        try:
-            loopback = stat(
-                "lexical, loopback, 1 client",
-                _sequential(server.base_url, [ONE_USER], prompts, warmup),
-            )
-            concurrent = stat(
-                f"lexical, loopback, {CONCURRENT} concurrent clients",
-                asyncio.run(_concurrent(server.port, prompts, per_client)),
-            )
+        with _Served(one) as server:
+            loopback, concurrent = _one_user(server, "lexical", prompts, warmup, per_client)
             through_httpx = stat(
                 f"lexical, loopback, {CONCURRENT} concurrent tasks on one httpx.AsyncClient",
                 asyncio.run(_concurrent_httpx(server.base_url, prompts, per_client)),
             )
-        finally:
-            server.stop()
         in_process = stat(
             "lexical, in-process (embedded), 1 client",
             asyncio.run(_in_process(one, prompts, warmup)),
         )
         model = "model2vec:" + str(_speed_model.build(Path(tmp) / "speed-model"))
         started = time.perf_counter()
-        server = _Served(one, embedder=model)  # embeds the 100,000 stored memories first
-        hybrid_start = time.perf_counter() - started
-        try:
+        with _Served(one, embedder=model) as server:  # embeds the 100,000 memories first
+            hybrid_start = time.perf_counter() - started
             first = stat(
                 "hybrid, loopback, the first recall (reads the user's vectors)",
                 _sequential(server.base_url, [ONE_USER], prompts[:1], 0),
             )
-            hybrid_loopback = stat(
-                "hybrid, loopback, 1 client",
-                _sequential(server.base_url, [ONE_USER], prompts, warmup),
-            )
-            hybrid_concurrent = stat(
-                f"hybrid, loopback, {CONCURRENT} concurrent clients",
-                asyncio.run(_concurrent(server.port, prompts, per_client)),
+            hybrid_loopback, hybrid_concurrent = _one_user(
+                server, "hybrid", prompts, warmup, per_client
             )
             hybrid_after_facts = stat(
                 "hybrid, loopback, a recall after each new fact",
                 _after_each_fact(server.base_url, prompts, warmup, rng),
             )
-        finally:
-            server.stop()
         hybrid_in_process = stat(
             "hybrid, in-process (embedded), 1 client",
             asyncio.run(_in_process(one, prompts, warmup, embedder=model)),
@@ -279,22 +293,8 @@ def run(*, quick: bool = False) -> list[Section]:
         users = [f"user-{i:04d}" for i in range(1000)]
         _load(many, users, 100, rng)
         shuffled = rng.sample(users, len(users))
-        server = _Served(many)
-        try:
-            many_users = stat(
-                "lexical, loopback, 1,000 users x 100 memories",
-                _sequential(server.base_url, shuffled, prompts, warmup),
-            )
-        finally:
-            server.stop()
-        server = _Served(many, embedder=model)
-        try:
-            hybrid_many_users = stat(
-                "hybrid, loopback, 1,000 users x 100 memories",
-                _sequential(server.base_url, shuffled, prompts, warmup),
-            )
-        finally:
-            server.stop()
+        many_users = _many_users(many, "none", shuffled, prompts, warmup)
+        hybrid_many_users = _many_users(many, model, shuffled, prompts, warmup)
     stats = [loopback, in_process, concurrent, through_httpx, many_users]
     hybrid_stats = [
         first,

@@ -72,6 +72,31 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_until_listening(
+    process: subprocess.Popen[bytes], base_url: str, *, timeout: float = 60
+) -> None:
+    """Poll ``GET /health`` until the child server answers (it has no other way to tell)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            httpx.get(base_url + "/health", timeout=1).raise_for_status()
+            return
+        except httpx.HTTPError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server at {base_url} did not start") from None
+            time.sleep(0.1)
+
+
+def stop_child(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a child server, killing it if it does not exit within 15 s."""
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
+
+
 class BenchServer:
     """memorysync-local served by uvicorn on 127.0.0.1 in a child process.
 
@@ -90,15 +115,7 @@ class BenchServer:
             [sys.executable, "-m", "bench._server", db_path, str(self.port)],
             cwd=str(Path(__file__).resolve().parent.parent),
         )
-        deadline = time.monotonic() + 60
-        while True:  # wait for the child to listen (it has no other way to tell us)
-            try:
-                httpx.get(self.base_url + "/health", timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if self._process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the benchmark server did not start") from None
-                time.sleep(0.1)
+        wait_until_listening(self._process, self.base_url)
         self.delays = _Delays(self)
 
     def control(self, path: str, body: object) -> None:
@@ -122,12 +139,7 @@ class BenchServer:
 
     def stop(self) -> None:
         """Stop the server process and delete the database."""
-        self._process.terminate()
-        try:
-            self._process.wait(15)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(5)
+        stop_child(self._process)
         self._tmp.cleanup()
 
     def __enter__(self) -> BenchServer:

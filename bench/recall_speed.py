@@ -35,38 +35,17 @@ from pathlib import Path
 
 import httpx
 
-from memorysync_local import Fact, create_app, embedded
-from memorysync_local._store import FactContext
+from memorysync_local import embedded
 
 from . import _speed_model
-from ._server import _free_port
+from ._server import _free_port, stop_child, wait_until_listening
 from ._stats import Row, Section, Stat, p50_p99, stat
-from .server_bench import _PROMPTS, _SUBJECTS, _fill
+from .server_bench import _PROMPTS, _fill, load_facts
 
 API_KEY = "ms_recall_speed_key"
 TENANT = "local"
 ONE_USER = "speed-user"
 CONCURRENT = 20
-
-
-def _load(path: str, users: Sequence[str], per_user: int, rng: random.Random) -> None:
-    """``per_user`` synthetic facts for each user, straight into the store."""
-    app = create_app(path, api_keys={API_KEY: TENANT})
-    store = app.state.store
-    with store.db.write() as conn:
-        for user in users:
-            ctx = FactContext(
-                tenant_id=TENANT,
-                user_id=user,
-                source="bench",
-                session_id="bench::load",
-                metadata={},
-                origin="add",
-                request_id="req_bench",
-            )
-            facts = [Fact(_fill(rng, rng.choice(_SUBJECTS))) for _ in range(per_user)]
-            store._insert_facts(conn, facts, ctx)
-    store.close()
 
 
 class _Served:
@@ -83,15 +62,7 @@ class _Served:
             [sys.executable, "-c", code, *args], env=env, stdout=subprocess.DEVNULL
         )
         # Started with an embedder, the server first embeds every stored memory.
-        deadline = time.monotonic() + 900
-        while True:  # the child has no other way to say it listens
-            try:
-                httpx.get(self.base_url + "/health", timeout=1).raise_for_status()
-                return
-            except httpx.HTTPError:
-                if self._process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the server did not start") from None
-                time.sleep(0.1)
+        wait_until_listening(self._process, self.base_url, timeout=900)
 
     def __enter__(self) -> _Served:
         return self
@@ -100,12 +71,7 @@ class _Served:
         self.stop()
 
     def stop(self) -> None:
-        self._process.terminate()
-        try:
-            self._process.wait(15)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(5)
+        stop_child(self._process)
 
 
 def _body(user: str, prompt: str) -> dict[str, object]:
@@ -258,7 +224,7 @@ def run(*, quick: bool = False) -> list[Section]:
     with tempfile.TemporaryDirectory(prefix="recall-speed-") as tmp:
         one = str(Path(tmp) / "one-user-100k.db")
         started = time.perf_counter()
-        _load(one, [ONE_USER], 100_000, rng)
+        load_facts(one, [ONE_USER], 100_000, rng)
         load_one = time.perf_counter() - started
         with _Served(one) as server:
             loopback, concurrent = _one_user(server, "lexical", prompts, warmup, per_client)
@@ -291,7 +257,7 @@ def run(*, quick: bool = False) -> list[Section]:
         )
         many = str(Path(tmp) / "1000-users-x-100.db")
         users = [f"user-{i:04d}" for i in range(1000)]
-        _load(many, users, 100, rng)
+        load_facts(many, users, 100, rng)
         shuffled = rng.sample(users, len(users))
         many_users = _many_users(many, "none", shuffled, prompts, warmup)
         hybrid_many_users = _many_users(many, model, shuffled, prompts, warmup)

@@ -92,25 +92,32 @@ def _fill(rng: random.Random, template: str) -> str:
     return template.format(**{k: rng.choice(v) for k, v in _WORDS.items()})
 
 
-def _load(db_path: str, size: int, rng: random.Random) -> float:
-    """Insert ``size`` facts for one user in one transaction; seconds taken."""
+def load_facts(db_path: str, users: Sequence[str], per_user: int, rng: random.Random) -> float:
+    """Insert ``per_user`` synthetic facts for each of ``users`` (tenant ``local``) in one
+    transaction, straight into the store; seconds the insert took."""
     from memorysync_local import create_app
 
     app = create_app(db_path, api_keys={"ms_bench": "local"})
     store = app.state.store
-    ctx = FactContext(
-        tenant_id="local",
-        user_id=USER,
-        source="bench",
-        session_id="bench::load",
-        metadata={},
-        origin="add",
-        request_id="req_bench",
-    )
-    facts = [Fact(_fill(rng, rng.choice(_SUBJECTS))) for _ in range(size)]
+    batches = [
+        (
+            FactContext(
+                tenant_id="local",
+                user_id=user,
+                source="bench",
+                session_id="bench::load",
+                metadata={},
+                origin="add",
+                request_id="req_bench",
+            ),
+            [Fact(_fill(rng, rng.choice(_SUBJECTS))) for _ in range(per_user)],
+        )
+        for user in users
+    ]
     started = time.perf_counter()
     with store.db.write() as conn:
-        store._insert_facts(conn, facts, ctx)
+        for ctx, facts in batches:
+            store._insert_facts(conn, facts, ctx)
     elapsed = time.perf_counter() - started
     store.close()
     return elapsed
@@ -125,7 +132,7 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
 def _time_requests(size: int, rng: random.Random) -> dict[str, tuple[float, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         db_path = str(Path(tmp) / f"bench-{size}.db")
-        load_seconds = _load(db_path, size, rng)
+        load_seconds = load_facts(db_path, [USER], size, rng)
         with serve_in_thread(db_path, api_key="ms_bench") as srv:
             headers = {"X-API-Key": srv.api_key}
             with httpx.Client(base_url=srv.base_url, headers=headers, timeout=60) as client:

@@ -24,11 +24,7 @@ def truncate_text(text: str, *, limit: int = MAX_TEXT_CHARS) -> str:
     >>> truncate_text("  hello  ")
     'hello'
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
-    if limit < 1:
-        raise ValueError(f"limit must be >= 1, got {limit!r}")
-    stripped = text.strip()
+    stripped = _stripped(text, limit)
     if len(stripped) <= limit:
         return stripped
     _logger.debug("truncated a text of %s characters to %s", len(stripped), limit)
@@ -53,11 +49,7 @@ def sendable_text(text: str, *, limit: int = MAX_TEXT_CHARS) -> str:
     >>> sendable_text("One. Two three four", limit=10)
     'One.'
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
-    if limit < 1:
-        raise ValueError(f"limit must be >= 1, got {limit!r}")
-    stripped = text.strip()
+    stripped = _stripped(text, limit)
     if len(stripped) <= limit:
         return stripped
     window = stripped[: limit + 1]  # one more: is the limit itself a boundary?
@@ -107,3 +99,12 @@ def assistant_turn_seed(scope: str, text: str) -> str:
 def new_capture_id() -> str:
     """A fresh capture id (32 hex digits), minted once per captured turn."""
     return uuid.uuid4().hex
+
+
+def _stripped(text: str, limit: int) -> str:
+    """``text`` stripped, after checking both arguments (TypeError / ValueError)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit!r}")
+    return text.strip()

@@ -381,7 +381,7 @@ class UserMemory:
             memory = RecalledMemory.parse(item)
             raw_id = item.get("memory_id", item.get("id"))
             if scope == "session":
-                session = memory.session_id if memory is not None else _session_of(item)
+                session = memory.session_id if memory is not None else _users_data.session_of(item)
                 if session != self._scope:
                     continue
             try:
@@ -437,14 +437,3 @@ class UserMemory:
     async def aclose(self) -> None:
         """Drop this memory's reference to the shared connection."""
         await self._api.aclose()
-
-
-def _session_of(item: Mapping[str, Any]) -> str | None:
-    metadata = item.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return None
-    inner = metadata.get("metadata")
-    if isinstance(inner, Mapping) and isinstance(inner.get("session_id"), str):
-        return str(inner["session_id"])
-    flat = metadata.get("session_id")
-    return flat if isinstance(flat, str) else None

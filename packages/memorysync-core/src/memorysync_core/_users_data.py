@@ -133,7 +133,7 @@ async def _known_sessions(
     except UnsupportedError:
         named = {memory.scope}
         for item in memories:
-            session = _session_of(item)
+            session = session_of(item)
             if session is not None:
                 named.add(session)
         return sorted(named), False
@@ -236,7 +236,7 @@ async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportRe
                 text=i["text"],
                 tags=i.get("tags"),
                 importance=i.get("importance"),
-                session_id=_session_of(i),
+                session_id=session_of(i),
                 client_ref=r,
             ),
             memory.retry,
@@ -291,7 +291,8 @@ def _ints(values: Any) -> set[int]:
     return out
 
 
-def _session_of(item: Mapping[str, Any]) -> str | None:
+def session_of(item: Mapping[str, Any]) -> str | None:
+    """A listed memory's session: its own ``session_id``, else its metadata's."""
     if isinstance(item.get("session_id"), str):
         return str(item["session_id"])
     metadata = item.get("metadata")

@@ -175,13 +175,7 @@ def export_user(
         sessions = _session_ids(conn, tenant, user_id)
     transcripts: dict[str, list[dict[str, Any]]] = {}
     for done, session in enumerate(sessions, start=1):
-        with db.connection() as conn:
-            rows = conn.execute(
-                "SELECT * FROM history WHERE tenant_id = ? AND user_id = ? AND session_id = ? "
-                "ORDER BY sort_key, id",
-                (tenant, user_id, session),
-            ).fetchall()
-        transcripts[session] = [history_item(row) for row in rows]
+        transcripts[session] = transcript(db, tenant, user_id, session)
         if progress is not None:
             progress(done, len(sessions))
     return {

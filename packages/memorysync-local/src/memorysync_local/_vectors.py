@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
-from memorysync_local._backfill import BATCH, PROGRESS_FROM, _Progress
+from memorysync_local._backfill import BATCH, PROGRESS_FROM, in_batches
 from memorysync_local._embedding import Embedder, _numpy
 from memorysync_local._recall import TermStats, _rows, lexical
 from memorysync_local._vector_index import VectorIndex
@@ -104,26 +103,24 @@ def backfill_vectors(
     total = int(conn.execute(f"SELECT COUNT(*) {missing}", (embedder.name,)).fetchone()[0])
     if not total:
         return 0
-    stream = out if out is not None else sys.stderr
-    bar = _Progress(stream, total, "embedding memories") if total >= progress_from else None
-    done = 0
-    last = 0
-    while True:
-        rows = conn.execute(
+
+    def next_batch(last: int) -> list[Any]:
+        return conn.execute(
             f"SELECT m.id, m.text {missing} AND m.id > ? ORDER BY m.id LIMIT ?",
             (embedder.name, last, min(BATCH, EMBED_BATCH)),
         ).fetchall()
-        if not rows:
-            break
-        pairs = [(int(r[0]), str(r[1])) for r in rows]
-        store_vectors(conn, embedder, pairs)
-        last = pairs[-1][0]
-        done += len(pairs)
-        if bar is not None:
-            bar.show(done)
-    if bar is not None:
-        bar.finish()
-    return done
+
+    def embed(rows: list[Any]) -> None:
+        store_vectors(conn, embedder, [(int(r[0]), str(r[1])) for r in rows])
+
+    return in_batches(
+        next_batch,
+        embed,
+        total=total,
+        what="embedding memories",
+        out=out,
+        progress_from=progress_from,
+    )
 
 
 def fuse(

@@ -238,3 +238,30 @@ def run_alone(
             verdict = "met" if row.passed else "MISSED"
             print(f"| {row.figure} | {row.ours} | {row.baseline} | {row.ratio} | {verdict} |")
     return 0 if all(row.passed for section in sections for row in section.rows) else 1
+
+
+async def interleaved_with_bare_post(
+    server: BenchServer, one_call: Callable[[], Awaitable[object]], rounds: int
+) -> tuple[list[float], object, list[float]]:
+    """Time ``one_call`` against a bare recall POST, interleaved, on warm connections.
+
+    Returns (``one_call``'s seconds, the last warm-up call's result, the POST's
+    seconds) after 20 warm-up rounds of each.
+    """
+    body = server.recall_body()
+    headers = {"X-API-Key": server.api_key, "Accept": "application/json"}
+    ours: list[float] = []
+    bare: list[float] = []
+    warmed: object = None
+    async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as client:
+        for _ in range(20):  # warm both connections and the tenant
+            warmed = await one_call()
+            (await client.post("/v1/memory/recall", json=body)).raise_for_status()
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await client.post("/v1/memory/recall", json=body)
+            bare.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            await one_call()
+            ours.append(time.perf_counter() - started)
+    return ours, warmed, bare

@@ -19,15 +19,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 from ag2 import MemoryStream
 from ag2.context import ConversationContext
 from ag2.events import ModelRequest, ModelResponse, TextInput
 
 from ag2_memorysync.v1 import MemorySyncMiddleware
 
-from ._server import PROMPT, USER, BenchServer, run_alone
-from ._stats import Section, against_bare, now, stat
+from ._server import PROMPT, USER, BenchServer, interleaved_with_bare_post, run_alone
+from ._stats import Section, against_bare, stat
 
 
 async def _measure(server: BenchServer, rounds: int) -> Section:
@@ -46,22 +45,8 @@ async def _measure(server: BenchServer, rounds: int) -> Section:
     async def one_call() -> None:
         await memory(event, context).on_llm_call(model, events, context)
 
-    body = server.recall_body()
-    headers = {"X-API-Key": server.api_key, "Accept": "application/json"}
-    ours: list[float] = []
-    bare: list[float] = []
-    async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as client:
-        for _ in range(20):  # warm both connections and the tenant
-            await one_call()
-            (await client.post("/v1/memory/recall", json=body)).raise_for_status()
-        assert len(seen[-1]) == 2, "the benchmark user has no memories to recall"
-        for _ in range(rounds):
-            started = now()
-            await client.post("/v1/memory/recall", json=body)
-            bare.append(now() - started)
-            started = now()
-            await one_call()
-            ours.append(now() - started)
+    ours, _, bare = await interleaved_with_bare_post(server, one_call, rounds)
+    assert len(seen[-1]) == 2, "the benchmark user has no memories to recall"
     await memory.aclose()
     s_ours = stat("ag2 1.x middleware recall", ours)
     s_bare = stat("bare AsyncClient POST", bare)

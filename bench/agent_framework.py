@@ -21,16 +21,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
-
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # some releases announce experimental features
     from agent_framework import Agent, AgentSession, BaseChatClient, Message, SessionContext
 
 from agent_framework_memorysync import MemorySyncContextProvider
 
-from ._server import PROMPT, USER, BenchServer, run_alone
-from ._stats import Section, against_bare, now, stat
+from ._server import PROMPT, USER, BenchServer, interleaved_with_bare_post, run_alone
+from ._stats import Section, against_bare, stat
 
 
 class _NoModel(BaseChatClient[Any]):
@@ -62,22 +60,9 @@ async def _measure(server: BenchServer, rounds: int) -> Section:
         await memory.before_run(agent=agent, session=session, context=context, state=state)
         return context
 
-    body = server.recall_body()
-    headers = {"X-API-Key": server.api_key, "Accept": "application/json"}
-    ours: list[float] = []
-    bare: list[float] = []
-    async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as client:
-        for _ in range(20):  # warm both connections and the tenant
-            context = await one_call()
-            (await client.post("/v1/memory/recall", json=body)).raise_for_status()
-        assert len(context.instructions) == 1, "the benchmark user has no memories to recall"
-        for _ in range(rounds):
-            started = now()
-            await client.post("/v1/memory/recall", json=body)
-            bare.append(now() - started)
-            started = now()
-            await one_call()
-            ours.append(now() - started)
+    ours, context, bare = await interleaved_with_bare_post(server, one_call, rounds)
+    assert isinstance(context, SessionContext)
+    assert len(context.instructions) == 1, "the benchmark user has no memories to recall"
     await memory.close()
     s_ours = stat("Agent Framework before_run", ours)
     s_bare = stat("bare AsyncClient POST", bare)

@@ -220,7 +220,23 @@ if __name__ == "__main__":
 def run_alone(
     prog: str, description: str | None, run: Callable[..., list[Section]], argv: list[str] | None
 ) -> int:
-    """``python -m bench.<item>``: serve, seed, run one item, print its rows.
+    """``python -m bench.<item>``: serve, seed, run one item, print its rows."""
+
+    def served(quick: bool) -> list[Section]:
+        with BenchServer() as server:
+            server.seed()
+            return run(server, quick=quick)
+
+    return print_item(prog, description, served, argv)
+
+
+def print_item(
+    prog: str,
+    description: str | None,
+    measure: Callable[[bool], list[Section]],
+    argv: list[str] | None,
+) -> int:
+    """``python -m bench.<item> [--quick]``: ``measure(quick)``, then its rows and series.
 
     Exit status 1 when a row misses its goal.
     """
@@ -229,15 +245,18 @@ def run_alone(
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     logging.basicConfig(level=logging.ERROR)
-    with BenchServer() as server:
-        server.seed()
-        sections = run(server, quick=args.quick)
+    sections = measure(args.quick)
     for section in sections:
         print(f"{section.title}: {section.setup}")
         for row in section.rows:
-            verdict = "met" if row.passed else "MISSED"
+            verdict = "reported" if row.passed is None else "met" if row.passed else "MISSED"
             print(f"| {row.figure} | {row.ours} | {row.baseline} | {row.ratio} | {verdict} |")
-    return 0 if all(row.passed for section in sections for row in section.rows) else 1
+        for series in section.stats:
+            print(
+                f"  {series.name}: p50 {series.p50:.3f} ms, p99 {series.p99:.3f} ms, n {series.n}"
+            )
+    missed = any(row.passed is False for section in sections for row in section.rows)
+    return 1 if missed else 0
 
 
 async def interleaved_with_bare_post(

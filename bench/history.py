@@ -17,7 +17,6 @@ Run it alone with ``python -m bench.history [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from collections.abc import Mapping
@@ -30,7 +29,7 @@ from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
 import memorysync_local
 from autogen_memorysync import MemorySyncMemory
 
-from ._server import FACTS, PROMPT, USER
+from ._server import FACTS, PROMPT, USER, print_item
 from ._stats import Row, Section, Stat, now, p50_p99, ratio, stat
 
 SIZES = (2, 200, 1000)
@@ -195,18 +194,8 @@ def run(*, quick: bool) -> list[Section]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print this item's rows (``python -m bench.history``)."""
-    parser = argparse.ArgumentParser(prog="python -m bench.history")
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    args = parser.parse_args(argv)
-    for section in run(quick=args.quick):
-        for row in section.rows:
-            print(f"{row.figure}: {row.ours} vs {row.baseline} = {row.ratio} (goal {row.goal})")
-        for series in section.stats:
-            print(
-                f"  {series.name}: p50 {series.p50:.3f} ms, p99 {series.p99:.3f} ms, n {series.n}"
-            )
-    return 0
+    """Print this item's rows; exit status 1 when one misses its goal."""
+    return print_item("python -m bench.history", __doc__, lambda quick: run(quick=quick), argv)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ default model's shape (``bench._speed_model``): reported, no goal.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -38,7 +37,7 @@ import httpx
 from memorysync_local import embedded
 
 from . import _speed_model
-from ._server import _free_port, stop_child, wait_until_listening
+from ._server import _free_port, print_item, stop_child, wait_until_listening
 from ._stats import Row, Section, Stat, p50_p99, stat
 from .server_bench import _PROMPTS, _fill, load_facts
 
@@ -336,16 +335,8 @@ def run(*, quick: bool = False) -> list[Section]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.recall_speed")
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    for section in run(quick=args.quick):
-        for row in section.rows:
-            verdict = "reported" if row.passed is None else "ok" if row.passed else "MISS"
-            print(f"{row.figure}: {row.ours} (goal {row.goal}) {verdict}")
-        for s in section.stats:
-            print(f"{s.name}: p50 {s.p50:.2f} ms, p99 {s.p99:.2f} ms, max {s.max:.2f} ms (n={s.n})")
-    return 0
+    """Print this item's rows; exit status 1 when one misses its goal."""
+    return print_item("python -m bench.recall_speed", __doc__, lambda quick: run(quick=quick), argv)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ Run it alone with ``python -m bench.telemetry [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
 import statistics
@@ -35,7 +34,7 @@ import memorysync_local
 from memorysync_core import MemorySyncAPI, UserMemory
 from memorysync_core import _telemetry as telemetry
 
-from ._server import FACTS, PROMPT, USER
+from ._server import FACTS, PROMPT, USER, print_item
 from ._stats import Row, Section, now, p50_p99, stat
 
 
@@ -189,14 +188,8 @@ def run(*, quick: bool) -> list[Section]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print this item's rows (``python -m bench.telemetry``)."""
-    parser = argparse.ArgumentParser(prog="python -m bench.telemetry")
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    args = parser.parse_args(argv)
-    for section in run(quick=args.quick):
-        for row in section.rows:
-            print(f"{row.figure}: {row.ours} vs {row.baseline}: {row.ratio} (goal {row.goal})")
-    return 0
+    """Print this item's rows; exit status 1 when one misses its goal."""
+    return print_item("python -m bench.telemetry", __doc__, lambda quick: run(quick=quick), argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """One entry point for a fresh machine with only Python 3.10+ and pip.
 
     python3 dev.py test           # the whole test suite (what .ci/run runs)
+    python3 dev.py test --quick   # this Python, newest frameworks only: a few minutes
+    python3 dev.py stress-ci      # .ci/run on fresh clones, one core kept busy, 3 runs
     python3 dev.py demo           # the main example: agents that remember, offline
     python3 dev.py docs           # build the documentation site into site/
     python3 dev.py bench          # the benchmarks; writes bench/results.md
@@ -25,7 +27,7 @@ import os
 import subprocess
 import sys
 import venv
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -70,10 +72,21 @@ def _install_once(name: str, requirements: Sequence[str], installer: Sequence[st
     stamp.write_text(wanted)
 
 
-def _ensure_venv() -> Path:
-    """The development environment with nox and uv, made and filled on first use."""
-    python = _python()
+def _usable(python: Path) -> bool:
+    """True when ``python`` runs and has pip (an interrupted creation leaves neither)."""
     if not python.exists():
+        return False
+    probe = subprocess.run([python, "-c", "import pip"], capture_output=True, cwd=ROOT)
+    return probe.returncode == 0
+
+
+def _ensure_venv() -> Path:
+    """The development environment with nox and uv, made and filled on first use.
+
+    A half-made environment (a run stopped while creating it) is made again.
+    """
+    python = _python()
+    if not _usable(python):
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     _install_once("tools", TOOLS, [str(python), "-m", "pip", "install", "-q"])
     return python
@@ -85,9 +98,36 @@ def nox(*args: str) -> int:
     return subprocess.call([python, "-m", "nox", *args], cwd=ROOT)
 
 
-def test() -> int:
-    """Run every session tagged ``test`` in noxfile.py, never the benchmarks."""
+# ``test --quick``: this interpreter, the newest framework of each adapter, no packaging,
+# docs or oldest-release sessions. The whole suite (``test``) is still what CI runs.
+QUICK_SESSIONS = (
+    "lint",
+    "core",
+    "local",
+    "autogen(framework='newest')",
+    "ag2(framework='newest')",
+    "ag2_v1(framework='newest')",
+    "agent_framework(framework='newest')",
+    "cross",
+)
+
+
+def test(*args: str) -> int:
+    """Run every session tagged ``test`` in noxfile.py, never the benchmarks.
+
+    ``--quick`` runs :data:`QUICK_SESSIONS` only.
+    """
+    if args == ("--quick",):
+        return nox("-s", *QUICK_SESSIONS)
+    if args:
+        print(f"dev.py test: unknown arguments {' '.join(args)!r}; expected nothing or --quick")
+        return 2
     return nox("--tags", "test")
+
+
+def stress_ci(*args: str) -> int:
+    """Run tools/stress_ci.py: .ci/run on fresh clones with one core busy (default 3 runs)."""
+    return subprocess.call([sys.executable, str(ROOT / "tools" / "stress_ci.py"), *args])
 
 
 def demo() -> int:
@@ -118,25 +158,26 @@ def screenshot() -> int:
     return nox("-s", "inspector_screenshot")
 
 
-# The verbs, in the order the docstring lists them; ``nox`` takes the rest of the line.
-COMMANDS = {
+# The verbs, in the order the docstring lists them.
+COMMANDS: dict[str, Callable[..., int]] = {
     "test": test,
     "demo": demo,
     "docs": docs,
     "bench": bench,
     "build": build,
     "screenshot": screenshot,
+    "stress-ci": stress_ci,
     "nox": nox,
 }
+# The verbs that take arguments; the others take none.
+WITH_ARGUMENTS = {"nox", "test", "stress-ci"}
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["nox"]:
-        return nox(*argv[1:])
-    if len(argv) != 1 or argv[0] not in COMMANDS:
+    if not argv or argv[0] not in COMMANDS or (len(argv) > 1 and argv[0] not in WITH_ARGUMENTS):
         print(__doc__)
         return 2
-    return COMMANDS[argv[0]]()
+    return COMMANDS[argv[0]](*argv[1:])
 
 
 if __name__ == "__main__":

@@ -368,6 +368,18 @@ def cross(session: nox.Session) -> None:
     session.run("pytest", "tests", *session.posargs)
 
 
+@nox.session
+def fuzz_explore(session: nox.Session) -> None:
+    """Opt-in, not a test: the fuzz tests with new random examples on every run (200 per
+    operation); CI's ``cross`` session replays a fixed, derandomized set."""
+    session.install(*TEST_TOOLS, "schemathesis>=3.39,<4", "hypothesis==6.170.9")
+    session.install("-e", CORE, "-e", LOCAL)
+    session.run(
+        "pytest", "tests/test_openapi_fuzz.py", *session.posargs,
+        env={"HYPOTHESIS_PROFILE": "explore"},
+    )  # fmt: skip
+
+
 @nox.session(tags=["test"])
 def docs(session: nox.Session) -> None:
     """Build the documentation site in strict mode."""

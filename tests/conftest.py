@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from shared.faults import FaultProxy
 from shared.secret_guard import TEST_API_KEY
+
+
+# Hypothesis: "ci" (the default) draws the same examples on every run, from a seed
+# derived from each test, and keeps no example database, so a run's result depends on
+# the code alone. "explore" draws new examples each run and more of them; the opt-in
+# ``fuzz_explore`` nox session selects it (HYPOTHESIS_PROFILE=explore).
+settings.register_profile("ci", derandomize=True, database=None, max_examples=20)
+settings.register_profile("explore", derandomize=False, database=None, max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -424,7 +424,7 @@ class FakeServer:
         route: str | None = None,
         *,
         method: str | None = None,
-        timeout: float = 5.0,
+        timeout: float = 30.0,
     ) -> list[RecordedRequest]:
         """Block until ``count`` matching requests arrived; TimeoutError after ``timeout``."""
         with self._arrived:
@@ -444,7 +444,7 @@ class FakeServer:
         route: str | None = None,
         *,
         method: str | None = None,
-        timeout: float = 5.0,
+        timeout: float = 30.0,
     ) -> list[RecordedRequest]:
         """Await until ``count`` matching requests arrived; TimeoutError after ``timeout``."""
         loop = asyncio.get_running_loop()

@@ -17,12 +17,14 @@ from memorysync_core import (
     recall_within_budget,
 )
 from shared.fake_server import FakeServer, Fault
+from shared.timing import SLACK
 
 from .conftest import API_KEY
 
-# The budget is the feature: 0.2 s allowed, 0.35 s asserted (shared, busy machines).
+# The budget is the feature; the bound adds what a busy machine may (shared/timing.py).
+# Every fault that must be cut off lasts forever, far beyond the bound.
 BUDGET = 0.2
-BOUND = 0.35
+BOUND = BUDGET + SLACK
 
 
 @pytest.fixture
@@ -76,12 +78,15 @@ async def test_slow_resolution_plus_slow_recall_share_one_deadline(
     fake_server: FakeServer,
 ) -> None:
     # Each step alone fits the budget; together they do not: the budget is the whole call.
-    fake_server.script("/org/projects", [Fault.delay(0.15)])
-    fake_server.script("/v1/memory/recall", [Fault.delay(0.15)])
+    # With a budget per step both would finish and the memory would come back; the empty
+    # result, not a clock, is the proof.
+    fake_server.seed_memory("u", "Lives in Lisbon")
+    fake_server.script("/org/projects", [Fault.delay(0.7)])
+    fake_server.script("/v1/memory/recall", [Fault.delay(0.7)])
     api = MemorySyncAPI(API_KEY, base_url=fake_server.base_url)
-    result, elapsed = await timed_recall(api)
+    result, elapsed = await timed_recall(api, timeout=1.0)
     assert result is RecallResult.EMPTY
-    assert elapsed < BOUND
+    assert elapsed < 1.0 + SLACK
     await api.aclose()
 
 
@@ -165,15 +170,23 @@ async def test_the_callers_cancellation_propagates(
         await task
 
 
-async def test_user_memory_recall_uses_its_budget_and_top_k(fake_server: FakeServer) -> None:
+async def test_user_memory_recall_uses_its_budget(fake_server: FakeServer) -> None:
     fake_server.set_default("/v1/memory/recall", Fault.hang())
     api = MemorySyncAPI(API_KEY, base_url=fake_server.base_url, tenant_id="t")
-    memory = UserMemory(
-        api, user_id="u", session_id="s", surface="ag2", top_k=2, recall_timeout=0.2
-    )
+    memory = UserMemory(api, user_id="u", session_id="s", surface="ag2", recall_timeout=BUDGET)
     loop = asyncio.get_running_loop()
     started = loop.time()
     assert await memory.recall("hello") is RecallResult.EMPTY
     assert loop.time() - started < BOUND
+    await memory.aclose()
+
+
+async def test_user_memory_recall_asks_for_its_top_k(fake_server: FakeServer) -> None:
+    fake_server.seed_memory("u", "Lives in Lisbon")
+    api = MemorySyncAPI(API_KEY, base_url=fake_server.base_url, tenant_id="t")
+    memory = UserMemory(
+        api, user_id="u", session_id="s", surface="ag2", top_k=2, recall_timeout=30.0
+    )
+    assert await memory.recall("hello")
     assert fake_server.requests_to("/v1/memory/recall")[0].json["k"] == 2
     await memory.aclose()

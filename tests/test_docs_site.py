@@ -68,4 +68,5 @@ def test_getting_started_has_a_runnable_example_for_each_framework() -> None:
         section = next((s for s in sections if s.startswith(heading + "\n")), None)
         assert section is not None, f'getting-started.md has no "## {heading}" section'
         # The block itself runs in tests/test_docs_snippets.py; here: it is there.
-        assert "```python\n" in section and line in section, heading
+        assert "```python\n" in section, heading
+        assert line in section, heading

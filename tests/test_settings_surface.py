@@ -79,6 +79,13 @@ async def test_settings_move_from_one_framework_to_another(name: str, server: An
         await _close(adapter)
 
 
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_user_id_is_required_unless_settings_carry_one(name: str) -> None:
+    # The signature says ``str | None`` only so that ``settings`` can supply the user.
+    with pytest.raises(ValueError, match="user_id is required"):
+        ADAPTERS[name](api_key="ms_x")
+
+
 async def _close(adapter: Any) -> None:
     if isinstance(adapter, MemorySyncCapability):
         adapter.close()

@@ -5,14 +5,15 @@ stored once in the session transcript with the speaker's role, and each attached
 agent's model sees the user's recalled memories in front of the incoming message
 (and only the model: the stored chat never contains them).
 
-Example::
-
+Example:
+    ```python
     from ag2_memorysync import MemorySyncCapability
 
     memory = MemorySyncCapability(user_id="alice", session_id="support")
     memory.add_to_agent(assistant)
     user_proxy.initiate_chat(assistant, message="I live in Lisbon.")
     memory.close()
+    ```
 """
 
 from ._capability import MemorySyncCapability

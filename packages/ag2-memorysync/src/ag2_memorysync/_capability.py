@@ -66,7 +66,9 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
     and releases the connection; both return a ``DeliveryReport``.
 
     Args:
-        user_id: The end user the memories belong to (required).
+        user_id: The end user the memories belong to. Required unless ``settings``
+            carries one, which is then used: ``None`` without ``settings`` raises
+            ``ValueError``. Never generated.
         settings: An ``AdapterSettings`` to start from (another adapter's, say).
         capture: ``"both"`` (default), ``"sent"`` (attached agents' own words only) or
             ``"received"`` (only what attached agents receive from others).
@@ -78,8 +80,8 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
             ``tenant_id``, ``transport``, ``min_score``, ``max_context_chars``. Read
             them back from :attr:`settings`.
 
-    Example::
-
+    Example:
+        ```python
         from autogen import ConversableAgent, UserProxyAgent
         from ag2_memorysync import MemorySyncCapability
 
@@ -89,6 +91,7 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
         memory.add_to_agent(assistant)
         user.initiate_chat(assistant, message="I live in Lisbon.")
         assert memory.close().all_delivered
+        ```
     """
 
     def __init__(
@@ -337,20 +340,22 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
             ValueError: ``query`` is empty (or ``k`` / ``min_score`` are invalid).
             RuntimeError: the capability is closed.
 
-        Example::
-
+        Example:
+            ```python
             for found in memory.search("Where does the user live?"):
                 print(found.text, found.score)
+            ```
         """
         return self._memory.search(query, k=k, min_score=min_score)
 
     def save(self, text: str, *, metadata: dict[str, Any] | None = None) -> SaveOutcome:
         """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure.
 
-        Example::
-
+        Example:
+            ```python
             outcome = memory.save("The user prefers window seats.")
             print(outcome.describe())
+            ```
         """
         return self._memory.save(text, metadata=metadata)
 
@@ -369,10 +374,11 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
         capability captured: ``delivered``, ``refused`` (with ``reasons``; a refused
         turn is never counted as delivered) and ``pending``.
 
-        Example::
-
+        Example:
+            ```python
             report = memory.flush()
             assert report.all_delivered, report.reasons
+            ```
         """
         return self._memory.flush(timeout)
 

@@ -17,12 +17,13 @@ def speaks_for_a_person(agent: object) -> bool:
     human). Every other agent speaks as the assistant. The check is duck-typed: AG2 is
     never imported.
 
-    Example::
-
+    Example:
+        ```python
         from autogen import ConversableAgent, UserProxyAgent
 
         assert speaks_for_a_person(UserProxyAgent("user", code_execution_config=False))
         assert not speaks_for_a_person(ConversableAgent("bot", human_input_mode="NEVER"))
+        ```
     """
     if any(cls.__name__ == "UserProxyAgent" for cls in type(agent).__mro__):
         return True

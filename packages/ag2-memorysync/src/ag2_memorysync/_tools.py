@@ -26,12 +26,13 @@ def register_memory_tools(
     model instead of raising inside the chat, and logs a WARNING naming the error type
     only (never the user's text).
 
-    Example::
-
+    Example:
+        ```python
         from ag2_memorysync import MemorySyncCapability, register_memory_tools
 
         memory = MemorySyncCapability(user_id="alice")
         register_memory_tools(memory, caller=assistant, executor=user_proxy)
+        ```
 
     Raises:
         TypeError: ``memory`` is not a MemorySyncCapability, or an agent lacks the

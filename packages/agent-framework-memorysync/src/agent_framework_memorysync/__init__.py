@@ -6,13 +6,14 @@ and adds it to the run's instructions; after every run it captures the exchange 
 the session's transcript and the user's facts. ``create_memory_tools`` gives an agent
 ``search_memory`` and ``save_memory`` tools.
 
-Example::
-
+Example:
+    ```python
     from agent_framework import Agent
     from agent_framework_memorysync import MemorySyncContextProvider
 
     memory = MemorySyncContextProvider(user_id="customer-42")
     agent = Agent(client, instructions="You are helpful.", context_providers=[memory])
+    ```
 """
 
 from __future__ import annotations

@@ -51,7 +51,9 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
     is given. The user is ``user_id``, or a run's ``options={"memorysync_user_id": ...}``.
 
     Args:
-        user_id: End user the memories belong to. Required, never generated.
+        user_id: End user the memories belong to. Required unless ``settings``
+            carries one, which is then used: ``None`` without ``settings`` raises
+            ``ValueError``. Never generated.
         settings: An ``AdapterSettings`` to start from (another adapter's, say).
         source_id: The provider's id in the agent (attribution, ``session.state`` key).
         **options: The settings every MemorySync adapter takes
@@ -63,8 +65,8 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
             without it the memory follows the framework's ``AgentSession`` id. Read them
             back from :attr:`settings`.
 
-    Example::
-
+    Example:
+        ```python
         from agent_framework import Agent
         from agent_framework_memorysync import MemorySyncContextProvider
 
@@ -72,6 +74,7 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
             agent = Agent(client, instructions="You are helpful.", context_providers=[memory])
             session = agent.create_session()
             print(await agent.run("I live in Lisbon.", session=session))
+        ```
     """
 
     DEFAULT_SOURCE_ID = "memorysync"

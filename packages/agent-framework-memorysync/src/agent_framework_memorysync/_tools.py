@@ -21,10 +21,11 @@ def create_memory_tools(provider: MemorySyncContextProvider) -> list[FunctionToo
     invocation reports to the model as a failed call. Pass them to ``Agent(tools=...)``
     or build the provider with ``tools=True``.
 
-    Example::
-
+    Example:
+        ```python
         memory = MemorySyncContextProvider(user_id="customer-42")
         agent = Agent(client, context_providers=[memory], tools=create_memory_tools(memory))
+        ```
     """
 
     async def search_memory(

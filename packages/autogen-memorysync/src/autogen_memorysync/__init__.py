@@ -5,13 +5,14 @@ the user said in earlier sessions, under a hard latency budget, and shows it to 
 model; ``add_turn_pair`` records each exchange. ``create_memory_tools`` gives an agent
 ``search_memory`` and ``save_memory`` tools.
 
-Example::
-
+Example:
+    ```python
     from autogen_agentchat.agents import AssistantAgent
     from autogen_memorysync import MemorySyncMemory
 
     memory = MemorySyncMemory(user_id="customer-42", session_id="support-chat")
     agent = AssistantAgent("assistant", model_client=model_client, memory=[memory])
+    ```
 """
 
 from __future__ import annotations

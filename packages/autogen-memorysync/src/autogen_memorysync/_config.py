@@ -15,14 +15,15 @@ class MemorySyncMemoryConfig(BaseModel):
     object. ``base_url`` and ``project_id`` are written only when they were passed
     explicitly; taken from the environment, they are taken from it again on load.
 
-    Example::
-
+    Example:
+        ```python
         from autogen_memorysync import MemorySyncMemory, MemorySyncMemoryConfig
 
         config = MemorySyncMemoryConfig(user_id="customer-42", session_id="support")
         memory = MemorySyncMemory.load_component(
             {"provider": "autogen_memorysync.MemorySyncMemory", "config": config.model_dump()}
         )
+        ```
     """
 
     # Unknown fields are refused, so a key cannot be smuggled into a config file; and a

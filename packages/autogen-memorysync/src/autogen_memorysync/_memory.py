@@ -62,7 +62,9 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
     AutoGen never stores turns itself: call :meth:`add_turn_pair` after each exchange.
 
     Args:
-        user_id: End user the memories belong to. Required, never generated.
+        user_id: End user the memories belong to. Required unless ``settings``
+            carries one, which is then used: ``None`` without ``settings`` raises
+            ``ValueError``. Never generated.
         settings: An ``AdapterSettings`` to start from (another adapter's, say).
         **options: The settings every MemorySync adapter takes
             (``memorysync_core.AdapterOptions``): ``session_id`` (transcript scope
@@ -74,8 +76,8 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
             in the session transcript, or sends only the user turn to fact extraction).
             Read them back from :attr:`settings`.
 
-    Example::
-
+    Example:
+        ```python
         from autogen_agentchat.agents import AssistantAgent
         from autogen_memorysync import MemorySyncMemory
 
@@ -83,6 +85,7 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         agent = AssistantAgent("assistant", model_client=model_client, memory=[memory])
         result = await agent.run(task=user_text)
         await memory.add_turn_pair(user_text, result.messages[-1].content)
+        ```
     """
 
     component_type = "memory"
@@ -276,10 +279,11 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         resend the same ids, so a retry stores nothing twice; pass ``turn_id`` when
         your application retries the whole call itself. Returns the server's answer.
 
-        Example::
-
+        Example:
+            ```python
             result = await agent.run(task=user_text)
             await memory.add_turn_pair(user_text, result.messages[-1].content)
+            ```
         """
         if not isinstance(user_text, str) or not user_text.strip():
             raise ValueError(f"user_text must be non-empty text, got {user_text!r:.40}")

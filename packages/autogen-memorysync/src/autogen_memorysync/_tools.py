@@ -20,14 +20,15 @@ def create_memory_tools(memory: MemorySyncMemory) -> list[FunctionTool]:
     the model can use (what was kept, or why nothing was). Failures raise the typed
     errors, which ``AssistantAgent`` reports to the model as a failed tool call.
 
-    Example::
-
+    Example:
+        ```python
         from autogen_memorysync import create_memory_tools
 
         agent = AssistantAgent(
             "assistant", model_client=model_client, memory=[memory],
             tools=create_memory_tools(memory),
         )
+        ```
     """
 
     async def search_memory(query: str, k: int = 5) -> str:

@@ -7,8 +7,8 @@ delivery queue and its :class:`DeliveryReport`, and :class:`SyncUserMemory`, the
 synchronous face (one background event loop per process) for frameworks whose hooks
 cannot await.
 
-Example::
-
+Example:
+    ```python
     import asyncio
     from memorysync_core import MemorySyncAPI, UserMemory
 
@@ -20,6 +20,7 @@ Example::
         await memory.aclose()
 
     asyncio.run(main())
+    ```
 """
 
 from __future__ import annotations

@@ -117,10 +117,11 @@ class AdapterSettings:
     :meth:`open` builds a fresh client and :class:`UserMemory` from them (the sync face
     calls it again after a ``fork``).
 
-    Example::
-
+    Example:
+        ```python
         settings = AdapterSettings.build(surface="myframework", user_id="alice", top_k=3)
         memory = settings.open()
+        ```
     """
 
     surface: str

@@ -94,8 +94,8 @@ class MemorySyncAPI:
     Construction is cheap and makes no request. Instances on the same event loop with
     the same base URL, key and transport share one ``httpx.AsyncClient``.
 
-    Example::
-
+    Example:
+        ```python
         import asyncio
         from memorysync_core import MemorySyncAPI
 
@@ -106,6 +106,7 @@ class MemorySyncAPI:
                 print(answer["context"])
 
         asyncio.run(main())
+        ```
     """
 
     def __init__(

@@ -65,8 +65,8 @@ class DeliveryQueue:
     delivering on has ended (two ``asyncio.run`` calls in a row), the next call on a
     new loop carries on with the turns still queued.
 
-    Example::
-
+    Example:
+        ```python
         async def deliver(turns: Sequence[CapturedTurn]) -> None:
             await memory.record_turns(turns)
 
@@ -74,6 +74,7 @@ class DeliveryQueue:
         queue.submit(memory.capture("user", "I live in Lisbon."))
         report = await queue.flush(timeout=5)
         assert report.all_delivered
+        ```
     """
 
     def __init__(

@@ -56,14 +56,15 @@ async def recall_within_budget(
     ``RecallResult.EMPTY`` and one WARNING is logged on ``memorysync.recall``; an empty
     answer logs nothing. Only the caller's own cancellation propagates.
 
-    Example::
-
+    Example:
+        ```python
         result = await recall_within_budget(
             api, user_id="alice", prompt="Plan my trip", k=5, timeout=1.2,
             renderer=ContextRenderer(),
         )
         if result:
             system_message = result.block
+        ```
     """
     if not isinstance(prompt, str) or not prompt.strip():
         return RecallResult.EMPTY

@@ -88,13 +88,14 @@ async def call_with_retries(
     ``fn`` must resend the very same body (same seeds, capture ids and keys) on every
     call, so a retry is never a duplicate. The last error is raised.
 
-    Example::
-
+    Example:
+        ```python
         body_turns = [turn.history_item()]
         await call_with_retries(
             lambda: api.append_history(user_id="alice", session_id="s", turns=body_turns),
             RetryPolicy(),
         )
+        ```
     """
     total = policy.attempts if attempts is None else attempts
     if total < 1:

@@ -114,8 +114,8 @@ class SyncUserMemory:
             model is attached); person turns are held only while some memory of the
             same user may. Default: always.
 
-    Example::
-
+    Example:
+        ```python
         settings = AdapterSettings.build(surface="myframework", user_id="alice", ...)
         memory = SyncUserMemory(settings)
         memory.capture("user", "I live in Lisbon.")
@@ -123,6 +123,7 @@ class SyncUserMemory:
         memory.capture("assistant", "Try the bacalhau place near you.")
         report = memory.close()
         assert report.all_delivered
+        ```
     """
 
     def __init__(

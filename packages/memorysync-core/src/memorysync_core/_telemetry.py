@@ -91,11 +91,12 @@ def configure_telemetry(*, record_query: bool = False, record_user_id: bool = Fa
     ``memorysync.query``: a privacy choice, since the query is the user's own words.
     ``record_user_id=True`` records ``memorysync.user_id`` as given instead of a digest.
 
-    Example::
-
+    Example:
+        ```python
         from memorysync_core import configure_telemetry
 
         configure_telemetry(record_query=True)  # e.g. in a development environment
+        ```
     """
     for name, value in (("record_query", record_query), ("record_user_id", record_user_id)):
         if not isinstance(value, bool):

@@ -102,14 +102,15 @@ class UserMemory:
     ``add_user_turn``, ``record_turns``, ``clear``) retry transient failures a bounded
     number of times with the same ids, then raise.
 
-    Example::
-
+    Example:
+        ```python
         api = MemorySyncAPI(base_url="http://127.0.0.1:8000", api_key="ms_local")
         memory = UserMemory(api, user_id="alice", session_id="support", surface="autogen")
         await memory.add_user_turn("I am allergic to peanuts.")
         result = await memory.recall("Suggest a snack")
         print(result.block)
         await memory.aclose()
+        ```
     """
 
     def __init__(

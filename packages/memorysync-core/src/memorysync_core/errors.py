@@ -1,20 +1,20 @@
 """The one exception tree of MemorySync calls.
 
-::
-
-    MemorySyncError                  message, status_code, request_id, route
-    ├── APIConnectionError           transport failure (refused, reset, protocol error)
-    │   └── APITimeoutError          the request timed out
-    ├── APIStatusError               any non-2xx answer (status_code, request_id)
-    │   ├── AuthError                401 / 403
-    │   ├── ValidationError          400 / 409 / 422
-    │   ├── NotFoundError            404
-    │   ├── RateLimitError           429, with ``retry_after`` seconds (or None)
-    │   ├── ServerError              5xx except 501
-    │   └── UnsupportedError         501, or an extension route the server lacks
-    ├── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
-    └── UnsupportedUserIdError       a user id this server cannot take in X-End-User-ID
-                                     (also a ValueError; raised before anything is sent)
+```text
+MemorySyncError                  message, status_code, request_id, route
+├── APIConnectionError           transport failure (refused, reset, protocol error)
+│   └── APITimeoutError          the request timed out
+├── APIStatusError               any non-2xx answer (status_code, request_id)
+│   ├── AuthError                401 / 403
+│   ├── ValidationError          400 / 409 / 422
+│   ├── NotFoundError            404
+│   ├── RateLimitError           429, with retry_after seconds (or None)
+│   ├── ServerError              5xx except 501
+│   └── UnsupportedError         501, or an extension route the server lacks
+├── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
+└── UnsupportedUserIdError       a user id this server cannot take in X-End-User-ID
+                                 (also a ValueError; raised before anything is sent)
+```
 
 Messages read ``"<METHOD> <route> -> <status>: <server message>"`` where the route is
 the path template (``/v1/memory/{tenant_id}/{user_id}/list``); ``repr()`` shows only
@@ -24,8 +24,8 @@ https://...: GET /org/projects -> connection error: ConnectError: ..."``. Misuse
 API (a blank key, both ``memory_ids`` and ``filters``) raises ``ValueError`` or
 ``TypeError`` instead.
 
-Example::
-
+Example:
+    ```python
     from memorysync_core import MemorySyncAPI
     from memorysync_core.errors import RateLimitError
 
@@ -34,6 +34,7 @@ Example::
             await api.add_memory(user_id="alice", text="Alice is vegetarian.")
         except RateLimitError as exc:
             print("try again in", exc.retry_after, "seconds")
+    ```
 """
 
 from __future__ import annotations

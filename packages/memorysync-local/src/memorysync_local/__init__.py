@@ -2,19 +2,25 @@
 
 It answers the MemorySync HTTP API (add_turn, recall, query, list, forget, add,
 status, history) over one SQLite file, with deterministic fact extraction and
-BM25 retrieval, so that the adapters and the official client run offline.
+recall by word forms (optionally fused with recall by meaning), so that the
+adapters and the official client run offline. How recall scores memories is in
+the local-server page of the documentation.
 
-Embedded (no socket)::
+Embedded (no socket):
 
-    from memorysync_local import embedded
+```python
+from memorysync_local import embedded
 
-    srv = embedded()            # ":memory:" database, key "ms_local_dev_key"
-    # MemorySyncAPI(api_key=srv.api_key, base_url=srv.base_url, transport=srv.transport)
-    srv.close()
+srv = embedded()            # ":memory:" database, key "ms_local_dev_key"
+# MemorySyncAPI(api_key=srv.api_key, base_url=srv.base_url, transport=srv.transport)
+srv.close()
+```
 
-Served::
+Served:
 
-    memorysync-local serve --db ./memorysync.db --port 8765 --api-key ms_dev
+```bash
+memorysync-local serve --db ./memorysync.db --port 8765 --api-key ms_dev
+```
 """
 
 from memorysync_local._app import DEV_API_KEY, create_app

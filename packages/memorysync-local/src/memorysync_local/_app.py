@@ -71,13 +71,14 @@ def create_app(
 
     The store is closed by ``app.state.store.close()`` (the app has no lifespan).
 
-    Example::
-
+    Example:
+        ```python
         import uvicorn
         from memorysync_local import create_app
 
         app = create_app("./memorysync.db", api_keys={"ms_dev": "local"})
         uvicorn.run(app, host="127.0.0.1", port=8765)
+        ```
     """
     keys = KeyRing(
         dict(api_keys) if api_keys is not None else {DEV_API_KEY: DEFAULT_TENANT},

@@ -61,8 +61,8 @@ def embedded(
     ``embedder`` (``"none"``, ``"model2vec[:MODEL]"``, ``"openai[:MODEL]"`` or an
     ``Embedder``) turns on recall by meaning; see :func:`create_app`.
 
-    Example::
-
+    Example:
+        ```python
         import asyncio
         import httpx
         from memorysync_local import embedded
@@ -79,6 +79,7 @@ def embedded(
                     print(answer.json()["processing_status"])  # completed
 
         asyncio.run(main())
+        ```
     """
     app = app_with_keys(
         db_path,

@@ -66,13 +66,14 @@ class Extractor(Protocol):
     on purpose (possibly already about the user, "Prefers aisle seats"); then any
     declarative sentence counts, not only first-person ones.
 
-    Example::
-
+    Example:
+        ```python
         class Upper:
             def extract(self, text: str, *, explicit: bool = False) -> Extraction:
                 return Extraction(facts=(Fact(text.upper()),))
 
         app = create_app(":memory:", extractor=Upper())
+        ```
     """
 
     def extract(self, text: str, *, explicit: bool = False) -> Extraction:

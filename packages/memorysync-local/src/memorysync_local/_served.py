@@ -67,12 +67,13 @@ class ServedServer(ServerHandle):
     ``stop()`` (or leaving the ``with`` block) shuts it down and closes the database.
     ``repr`` never shows the key.
 
-    Example::
-
+    Example:
+        ```python
         from memorysync_local import serve_in_thread
 
         with serve_in_thread("./demo.db") as srv:
             print(srv.base_url)  # http://127.0.0.1:<free port>
+        ```
     """
 
     def __init__(

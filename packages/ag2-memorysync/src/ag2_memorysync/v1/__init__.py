@@ -8,8 +8,8 @@ for the ``ag2::<session>`` transcript, the same scope and source as the classic
 :class:`ag2_memorysync.MemorySyncCapability`. :meth:`MemorySyncMiddleware.tools` gives
 the model ``search_memory`` and ``save_memory`` as an ag2 ``Toolkit``.
 
-Example::
-
+Example:
+    ```python
     from ag2 import Agent
     from ag2_memorysync.v1 import MemorySyncMiddleware
 
@@ -17,6 +17,7 @@ Example::
     agent = Agent("assistant", config=config, middleware=[memory], tools=[memory.tools()])
     reply = await agent.ask("I live in Lisbon.")
     report = await memory.aclose()
+    ```
 
 Importing this module needs ``ag2`` 1.0 or later; ``import ag2_memorysync`` does not.
 """

@@ -75,7 +75,9 @@ class MemorySyncMiddleware(UsersDataMethods):
       :meth:`aclose` return a :class:`~memorysync_core.DeliveryReport`.
 
     Args:
-        user_id: The end user the memories belong to (required; ag2 has no user id).
+        user_id: The end user the memories belong to (ag2 has no user id). Required
+            unless ``settings`` carries one, which is then used: ``None`` without
+            ``settings`` raises ``ValueError``. Never generated.
         session_id: The transcript's session. None (default): each conversation's
             own, ``str(context.stream.id)`` (pass ``MemoryStream(id=...)`` to name one);
             a string pins one transcript for every conversation.
@@ -84,12 +86,13 @@ class MemorySyncMiddleware(UsersDataMethods):
             (``memorysync_core.AdapterOptions``), as for the classic
             ``MemorySyncCapability``; read them back from :attr:`settings`.
 
-    Example::
-
+    Example:
+        ```python
         memory = MemorySyncMiddleware(user_id="alice")
         agent = Agent("assistant", config=config, middleware=[memory])
         reply = await agent.ask("I live in Lisbon.")
         assert (await memory.aclose()).all_delivered
+        ```
     """
 
     def __init__(

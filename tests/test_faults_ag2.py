@@ -35,10 +35,11 @@ from shared.faults import (
 )
 from shared.local_server import stored_history
 from shared.secret_guard import TEST_API_KEY, observe
+from shared.timing import SLACK, release_when_held
 
-BUDGET = 0.2
-MARGIN = 0.4  # generous: the bound under test is the budget, not this machine's speed
-EXPLICIT_TIMEOUT = 0.3
+# Long enough for a loopback answer on a busy machine; far below the 5 s and endless faults.
+BUDGET = 1.0
+EXPLICIT_TIMEOUT = 1.0  # below the 5 s and endless faults, above a busy loopback answer
 RECALL = "/v1/memory/recall"
 QUERY = "/v1/memory/query"
 ADD = "/memory/add"
@@ -110,11 +111,18 @@ def _timed_chat(capability: MemorySyncCapability) -> tuple[float, str, Conversab
     return elapsed, seen[0], assistant
 
 
+# The hot path's own loggers. Delivery and close reports are left out: the process-wide
+# delivery loop may still be closing an earlier test's capability and log about it.
+HOT_PATH_LOGGERS = ("memorysync.recall", "memorysync.client", "memorysync.sync")
+
+
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [
         r
         for r in caplog.records
-        if r.name.startswith("memorysync") and r.levelno >= logging.WARNING
+        if r.name in HOT_PATH_LOGGERS
+        and r.levelno >= logging.WARNING
+        and "undelivered" not in r.getMessage()
     ]
 
 
@@ -140,7 +148,7 @@ def test_chat_completes_within_budget_without_memories_under_fault(
     capability = _capability(capabilities, fake_server)
     with caplog.at_level(logging.WARNING, logger="memorysync"):
         elapsed, shown, _ = _timed_chat(capability)
-    assert elapsed < BUDGET + MARGIN
+    assert elapsed < BUDGET + SLACK
     assert shown == QUESTION  # the model got the message alone
     assert 1 <= len(_warnings(caplog)) <= 2  # the warm-up and/or this turn, never a flood
     assert QUESTION not in caplog.text
@@ -161,7 +169,7 @@ def test_chat_completes_within_budget_without_memories_under_fault(
 
 
 @pytest.mark.parametrize("case", [c for c in FAULTS if c.id in SLOW_FAULTS], ids=str)
-async def test_async_chat_keeps_the_callers_loop_ticking_under_fault(
+async def test_async_chat_completes_within_budget_under_fault(
     case: FaultCase, fake_server: FakeServer, capabilities: list[MemorySyncCapability]
 ) -> None:
     fake_server.set_default(RECALL, case.fault)
@@ -169,29 +177,32 @@ async def test_async_chat_keeps_the_callers_loop_ticking_under_fault(
     assistant = _assistant()
     capability.add_to_agent(assistant)
     loop = asyncio.get_running_loop()
-    gaps: list[float] = []
-    stop = asyncio.Event()
-
-    async def heartbeat() -> None:
-        last = loop.time()
-        while not stop.is_set():
-            await asyncio.sleep(0.001)
-            now = loop.time()
-            gaps.append(now - last)
-            last = now
-
-    ticker = asyncio.create_task(heartbeat())
-    try:
-        with _model(assistant, [ANSWER]) as seen:
-            started = loop.time()
-            await _user().a_initiate_chat(assistant, message=QUESTION, max_turns=1, silent=True)
-            elapsed = loop.time() - started
-    finally:
-        stop.set()
-        await ticker
-    assert elapsed < BUDGET + MARGIN
+    with _model(assistant, [ANSWER]) as seen:
+        started = loop.time()
+        await _user().a_initiate_chat(assistant, message=QUESTION, max_turns=1, silent=True)
+        elapsed = loop.time() - started
+    assert elapsed < BUDGET + SLACK  # the fault lasts 5 s or forever
     assert seen == [QUESTION]
-    assert max(gaps) < 0.1  # the recall wait never blocked the caller's loop
+
+
+async def test_async_chat_keeps_the_callers_loop_running_while_recall_waits(
+    fake_server: FakeServer, capabilities: list[MemorySyncCapability]
+) -> None:
+    # The server holds the recall until a task on the caller's loop lets it answer
+    # (shared/timing.py): had the recall blocked that loop, the 30 s budget would run
+    # out first and the model would see no memory.
+    fake_server.seed_memory("alice", FACT)
+    gate = threading.Event()
+    fake_server.set_default(RECALL, Fault.gate(gate))
+    capability = _capability(capabilities, fake_server, tenant_id="t", recall_timeout=30.0)
+    assistant = _assistant()
+    capability.add_to_agent(assistant)
+    opener = asyncio.create_task(release_when_held(fake_server, RECALL, gate))
+    with _model(assistant, [ANSWER]) as seen:
+        await _user().a_initiate_chat(assistant, message=QUESTION, max_turns=1, silent=True)
+    await opener
+    assert len(seen) == 1
+    assert FACT in seen[0]
 
 
 @pytest.mark.parametrize(
@@ -203,7 +214,7 @@ def test_unexpected_recall_shapes_mean_no_memories(
     fake_server.set_default(RECALL, Fault.json(answer))
     capability = _capability(capabilities, fake_server, tenant_id="t")
     elapsed, shown, _ = _timed_chat(capability)
-    assert elapsed < BUDGET + MARGIN
+    assert elapsed < BUDGET + SLACK
     assert shown == QUESTION
     assert len(fake_server.requests_to(RECALL)) == 1  # it was asked, and ignored
 
@@ -216,7 +227,7 @@ def test_a_5xx_burst_costs_one_turn_each_then_memories_return(
     capability = _capability(capabilities, fake_server, tenant_id="t")
     for _ in range(3):
         elapsed, shown, _ = _timed_chat(capability)
-        assert elapsed < BUDGET + MARGIN
+        assert elapsed < BUDGET + SLACK
         assert shown == QUESTION
     _, shown, _ = _timed_chat(capability)
     assert FACT in shown
@@ -288,19 +299,17 @@ def test_turns_survive_a_three_second_outage_and_are_stored_exactly_once(
 
     end = outage(proxy, Fault.close())
     proxy.script(APPEND, [Fault.status(503), Fault.reset(), Fault.html(502)])
+    # The server comes back 3 s after the chat ended, so the chat ran wholly inside it.
     back = threading.Timer(3.0, end)
-    back.start()
     try:
         with _model(assistant, replies) as seen:
-            started = time.monotonic()
             user.initiate_chat(assistant, message=said[0], max_turns=3, silent=True)
-            elapsed = time.monotonic() - started
         assert len(seen) == 3
-        assert elapsed < 3 * (BUDGET + MARGIN)  # the chat never waited on capture
-        # Still in the outage: nothing stored yet, everything waiting.
+        # The chat never waited on capture: it ended with all six turns still waiting.
         assert capability.flush(timeout=0.2).pending == 6
         assert stored_history(proxied_local, proxied_local.tenant_id, "alice") == []
-        assert capability.flush(timeout=15.0).all_delivered
+        back.start()
+        assert capability.flush(timeout=30.0).all_delivered
     finally:
         back.cancel()
         end()

@@ -31,10 +31,11 @@ from shared.faults import (
 )
 from shared.local_server import stored_history
 from shared.secret_guard import TEST_API_KEY, observe
+from shared.timing import SLACK
 
-BUDGET = 0.2
-MARGIN = 0.4  # generous: the bound under test is the budget, not this machine's speed
-EXPLICIT_TIMEOUT = 0.3
+# Long enough for a loopback answer on a busy machine; far below the 5 s and endless faults.
+BUDGET = 1.0
+EXPLICIT_TIMEOUT = 1.0  # below the 5 s and endless faults, above a busy loopback answer
 RECALL = "/v1/memory/recall"
 QUERY = "/v1/memory/query"
 APPEND = "/v1/history/append"
@@ -100,7 +101,7 @@ async def test_run_completes_within_budget_without_memories_under_fault(
     try:
         with caplog.at_level(logging.WARNING, logger="memorysync"):
             elapsed, result, shown = await _timed_run(memory, ANSWER)
-        assert elapsed < BUDGET + MARGIN
+        assert elapsed < BUDGET + SLACK
         assert result.messages[-1].content == ANSWER
         assert "Porto" not in shown
         assert not any(isinstance(m, MemoryQueryEvent) for m in result.messages)
@@ -129,7 +130,7 @@ async def test_unexpected_recall_shapes_mean_no_memories(
     memory = _memory(fake_server)
     try:
         elapsed, result, shown = await _timed_run(memory, ANSWER)
-        assert elapsed < BUDGET + MARGIN
+        assert elapsed < BUDGET + SLACK
         assert result.messages[-1].content == ANSWER
         assert "Porto" not in shown
         assert not any(isinstance(m, MemoryQueryEvent) for m in result.messages)
@@ -147,7 +148,7 @@ async def test_a_5xx_burst_costs_one_turn_each_then_memories_return(
     try:
         for _ in range(3):
             elapsed, _, shown = await _timed_run(memory, ANSWER)
-            assert elapsed < BUDGET + MARGIN
+            assert elapsed < BUDGET + SLACK
             assert "Porto" not in shown
         _, _, shown = await _timed_run(memory, ANSWER)
         assert FACT in shown
@@ -224,12 +225,13 @@ async def test_turns_survive_a_three_second_outage_and_are_stored_exactly_once(
     turn_id = "exchange-1"
     end = outage(proxy, Fault.close())
     proxy.script(APPEND, [Fault.status(503), Fault.reset(), Fault.html(502)])
+    # The server comes back 3 s after the first failed send (not after a fixed time
+    # from the start, which a busy machine could spend before the first send).
     back = threading.Timer(3.0, end)
-    back.start()
     try:
         # The hot path answers without memories during the outage...
         elapsed, result, _ = await _timed_run(memory, ANSWER)
-        assert elapsed < BUDGET + MARGIN
+        assert elapsed < BUDGET + SLACK
         assert result.messages[-1].content == ANSWER
         # ...and the application re-sends the exchange with its turn_id until it lands.
         failures: list[MemorySyncError] = []
@@ -239,7 +241,9 @@ async def test_turns_survive_a_three_second_outage_and_are_stored_exactly_once(
                 break
             except (APIConnectionError, ServerError) as exc:
                 failures.append(exc)
-                assert len(failures) < 20, "the server never came back"
+                if not back.is_alive() and len(failures) == 1:
+                    back.start()
+                assert len(failures) < 40, "the server never came back"
     finally:
         back.cancel()
         end()

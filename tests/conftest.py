@@ -12,7 +12,6 @@ from hypothesis import settings
 from shared.faults import FaultProxy
 from shared.secret_guard import TEST_API_KEY
 
-
 # Hypothesis: "ci" (the default) draws the same examples on every run, from a seed
 # derived from each test, and keeps no example database, so a run's result depends on
 # the code alone. "explore" draws new examples each run and more of them; the opt-in

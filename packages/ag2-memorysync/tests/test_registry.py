@@ -50,14 +50,16 @@ async def _after_queued_work() -> None:
 def test_capabilities_collected_without_close_release_their_group(fake_server):
     before = registered_groups()
     refs = []
+    alive = []  # held until counted: the collector may run at any allocation
     for n in range(50):
         capability = MemorySyncCapability(
             user_id=f"gc-{n}", api_key="ms_t", base_url=fake_server.base_url, tenant_id="t"
         )
         capability.add_to_agent(_bot())
         refs.append(weakref.ref(capability))
+        alive.append(capability)
     assert registered_groups() == before + 50
-    del capability
+    del capability, alive
     # The warm-ups queued on the background loop hold their capability until they ran:
     # a coroutine queued after them finishes only once they have.
     LOOP.submit(_after_queued_work()).result(timeout=10)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from typing import Any
 
@@ -19,6 +20,7 @@ from ag2.testing import TestClient, TestConfig
 from ag2_memorysync.v1 import MemorySyncMiddleware
 from shared.fake_server import Fault
 from shared.local_server import stored_history, stored_memories
+from shared.timing import SLACK, release_when_held
 
 MARK = "<user_memories>"
 
@@ -187,7 +189,32 @@ async def test_the_memory_tools_save_and_search_in_the_conversations_session(
     }
 
 
-async def test_a_black_hole_server_costs_one_budget_and_the_loop_keeps_ticking(fake_server, caplog):
+async def test_the_callers_loop_keeps_running_while_recall_waits(fake_server):
+    # The server holds the recall until a task on the caller's loop lets it answer
+    # (shared/timing.py): had the recall blocked that loop, the 30 s budget would run
+    # out first and the model would see no memory.
+    fake_server.seed_memory("ana", "Lives in Lisbon")
+    gate = threading.Event()
+    fake_server.set_default("/v1/memory/recall", Fault.gate(gate))
+    memory = MemorySyncMiddleware(
+        user_id="ana",
+        api_key="ms_test_key_0123456789",
+        base_url=fake_server.base_url,
+        tenant_id="fake",
+        recall_timeout=30.0,
+    )
+    tracking = Recording("You live in Lisbon.")
+    agent = Agent("assistant", config=tracking, middleware=[memory])
+    opener = asyncio.create_task(release_when_held(fake_server, "/v1/memory/recall", gate))
+    try:
+        await agent.ask("Where do I live, do you remember?")
+        await opener
+    finally:
+        await memory.aclose(timeout=0.2)
+    assert any("Lives in Lisbon" in part for c in tracking.prompts for part in c)
+
+
+async def test_a_black_hole_server_costs_one_budget(fake_server, caplog):
     fake_server.set_default("/v1/memory/recall", Fault.hang())
     fake_server.set_default("/v1/history/append", Fault.hang())
     memory = MemorySyncMiddleware(
@@ -199,31 +226,17 @@ async def test_a_black_hole_server_costs_one_budget_and_the_loop_keeps_ticking(f
     )
     tracking = Recording(call("clock"), "Still here.")
     agent = Agent("assistant", config=tracking, middleware=[memory], tools=[tool(clock)])
-    gaps: list[float] = []
-    done = asyncio.Event()
-
-    async def heartbeat() -> None:
-        last = time.monotonic()
-        while not done.is_set():
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticker = asyncio.create_task(heartbeat())
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="memorysync"):
         reply = await agent.ask("Where do I live, do you remember?")
     elapsed = time.monotonic() - started
-    done.set()
-    await ticker
 
     assert reply.body == "Still here."
     assert all(MARK not in part for c in tracking.prompts for part in c)
     # One recall budget for the turn (the tool round-trip reuses it); capture adds none.
-    assert elapsed < 0.5 + 1.5, elapsed
+    # Two budgets would take 1.0 s; this bound only proves no wait on the black hole.
+    assert elapsed < 0.5 + SLACK, elapsed
     assert len(fake_server.requests_to("/v1/memory/recall")) == 1
-    assert max(gaps) < 0.4, max(gaps)  # the event loop never stalled on the network
     assert any("recall" in r.getMessage() for r in caplog.records)
     report = await memory.aclose(timeout=0.2)
     assert report.pending == 2

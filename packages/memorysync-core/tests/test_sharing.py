@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import httpx
 
@@ -74,13 +73,10 @@ async def test_many_user_memories_on_one_api_cost_one_client(fake_server: FakeSe
     await api.aclose()
 
 
-def test_construction_is_cheap_and_builds_no_client() -> None:
-    started = time.perf_counter()
-    for _ in range(1000):
-        api = MemorySyncAPI(API_KEY, base_url="http://127.0.0.1:9")
-    per_instance = (time.perf_counter() - started) / 1000
+def test_construction_builds_no_client() -> None:
+    # What construction costs is measured in bench/ (many users in one process).
+    api = MemorySyncAPI(API_KEY, base_url="http://127.0.0.1:9")
     assert api._leases == {}
-    assert per_instance < 0.001  # the target is 0.1 ms; 10x slack for shared machines
 
 
 def test_an_instance_used_on_two_loops_gets_a_client_on_each(fake_server: FakeServer) -> None:

@@ -285,6 +285,12 @@ def hostile_requests() -> list[Request]:
 
 def raw_header_request(base_url: str, path: str, user: bytes, body: bytes) -> int:
     """A request whose X-End-User-ID is raw bytes (UTF-8, NUL): what httpx refuses to send."""
+    head, _ = raw_header_answer(base_url, path, user, body)
+    return int(head.split(b" ", 2)[1])
+
+
+def raw_header_answer(base_url: str, path: str, user: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """:func:`raw_header_request`'s whole answer: (status line and headers, body)."""
     host, port = base_url.removeprefix("http://").rsplit(":", 1)
     head = (
         (
@@ -300,7 +306,24 @@ def raw_header_request(base_url: str, path: str, user: bytes, body: bytes) -> in
         answer = b""
         while chunk := sock.recv(65536):
             answer += chunk
-    return int(answer.split(b" ", 2)[1])
+    head, _, content = answer.partition(b"\r\n\r\n")
+    return head, content
+
+
+def test_a_header_http_forbids_gets_the_transports_plain_400_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "forbidden.db")
+    server = serve_in_thread(db, api_key=TEST_API_KEY, tenant_id=TENANT)
+    try:
+        before = db_state(db)
+        head, body = raw_header_answer(server.base_url, "/memory/add", b"\x00", b'{"text": "x"}')
+    finally:
+        server.stop()
+    assert head.split(b" ", 2)[1] == b"400"
+    assert b"content-type: text/plain" in head.lower()
+    assert body == TRANSPORT_REFUSAL
+    assert db_state(db) == before
 
 
 def test_hostile_inputs_never_answer_5xx_and_a_4xx_writes_nothing(tmp_path: Path) -> None:

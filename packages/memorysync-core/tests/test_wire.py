@@ -392,6 +392,18 @@ async def test_each_status_class_maps_to_its_typed_error(
     )
 
 
+async def test_the_transports_plain_text_400_is_a_validation_error(
+    mock: respx.MockRouter, client: MemorySyncAPI
+) -> None:
+    # uvicorn's own refusal of a request HTTP forbids (docs/wire-protocol.md).
+    mock.post("/v1/memory/query").respond(
+        400, text="Invalid HTTP request received.", headers={"content-type": "text/plain"}
+    )
+    with pytest.raises(ValidationError) as caught:
+        await client.query(user_id="u", prompt="p")
+    assert str(caught.value) == "POST /v1/memory/query -> 400: Bad Request (non-JSON body)"
+
+
 @pytest.mark.parametrize(
     ("payload", "message"),
     [

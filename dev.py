@@ -115,14 +115,24 @@ QUICK_SESSIONS = (
 def test(*args: str) -> int:
     """Run every session tagged ``test`` in noxfile.py, never the benchmarks.
 
-    ``--quick`` runs :data:`QUICK_SESSIONS` only.
+    ``--quick`` runs :data:`QUICK_SESSIONS` only; ``--jobs N`` sets how many sessions
+    run at once (default 3; tools/run_sessions.py says why).
     """
-    if args == ("--quick",):
-        return nox("-s", *QUICK_SESSIONS)
-    if args:
-        print(f"dev.py test: unknown arguments {' '.join(args)!r}; expected nothing or --quick")
+    options = list(args)
+    quick = "--quick" in options
+    if quick:
+        options.remove("--quick")
+    jobs = "3"
+    if options[:1] == ["--jobs"] and len(options) == 2 and options[1].isdigit():
+        jobs = options[1]
+        options = []
+    if options:
+        print(f"dev.py test: unknown arguments {' '.join(args)!r}; expected --quick, --jobs N")
         return 2
-    return nox("--tags", "test")
+    selector = ["--sessions", *QUICK_SESSIONS] if quick else ["--tags", "test"]
+    runner = [sys.executable, str(ROOT / "tools" / "run_sessions.py")]
+    python = _ensure_venv()
+    return subprocess.call([*runner, "--nox-python", str(python), "--jobs", jobs, *selector])
 
 
 def stress_ci(*args: str) -> int:

@@ -94,8 +94,11 @@ def _expose_interpreters(versions: tuple[str, ...]) -> None:
             print(f"noxfile: no working {name} on PATH or in pyenv's versions", file=sys.stderr)
             continue
         links.mkdir(parents=True, exist_ok=True)
-        link.unlink(missing_ok=True)
-        link.symlink_to(hidden)
+        # Made aside and renamed into place: sessions running at once may all get here.
+        temporary = links / f".{name}.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(hidden)
+        os.replace(temporary, link)
     if links.is_dir():
         os.environ["PATH"] = f"{links}{os.pathsep}{os.environ.get('PATH', '')}"
 
@@ -232,8 +235,19 @@ def _ensure_chromium(session: nox.Session) -> None:
     if os.name != "posix" or os.geteuid() != 0 or not shutil.which("apt-get"):
         session.log("chromium missing and cannot be installed here (needs root and apt-get)")
         return
-    session.run("apt-get", "update", "-qq", external=True)
-    session.run("apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True)
+    import fcntl  # POSIX only, like apt-get
+
+    # Sessions run in parallel (dev.py test): one installs, the others wait, then see it.
+    lock_path = ROOT / ".nox" / "chromium-install.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shutil.which("chromium") and shutil.which("chromedriver"):
+            return
+        session.run("apt-get", "update", "-qq", external=True)
+        session.run(
+            "apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True
+        )
 
 
 @nox.session

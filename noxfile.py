@@ -245,9 +245,7 @@ def _ensure_chromium(session: nox.Session) -> None:
         if shutil.which("chromium") and shutil.which("chromedriver"):
             return
         session.run("apt-get", "update", "-qq", external=True)
-        session.run(
-            "apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True
-        )
+        session.run("apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True)
 
 
 @nox.session

@@ -101,7 +101,9 @@ def main(argv: list[str]) -> int:
         print(f"\n===== {outcome.session}: {outcome.log} =====", flush=True)
         print(outcome.log.read_text(errors="replace"), flush=True)
     minutes = (time.monotonic() - started) / 60
-    print(f"\n{len(outcomes) - len(failed)} of {len(outcomes)} sessions passed in {minutes:.1f} min")
+    print(
+        f"\n{len(outcomes) - len(failed)} of {len(outcomes)} sessions passed in {minutes:.1f} min"
+    )
     for outcome in failed:
         print(f"nox > Session {outcome.session} failed.")
     return 1 if failed else 0

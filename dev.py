@@ -104,10 +104,10 @@ QUICK_SESSIONS = (
     "lint",
     "core",
     "local",
-    "autogen(framework='newest')",
-    "ag2(framework='newest')",
-    "ag2_v1(framework='newest')",
-    "agent_framework(framework='newest')",
+    "autogen(newest)",
+    "ag2(newest)",
+    "ag2_v1(newest)",
+    "agent_framework(newest)",
     "cross",
 )
 

@@ -70,6 +70,17 @@ def list_users(db: Database, tenant: str) -> list[dict[str, Any]]:
     return users
 
 
+def known_user(db: Database, tenant: str, user_id: str) -> bool:
+    """Whether ``tenant`` stores anything of the user: a memory or a transcript turn."""
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT EXISTS(SELECT 1 FROM memories WHERE tenant_id = ? AND user_id = ?) "
+            "OR EXISTS(SELECT 1 FROM history WHERE tenant_id = ? AND user_id = ?)",
+            (tenant, user_id, tenant, user_id),
+        ).fetchone()
+    return bool(row[0])
+
+
 def _session_ids(conn: sqlite3.Connection, tenant: str, user_id: str) -> list[str]:
     rows = conn.execute(
         "SELECT session_id FROM history WHERE tenant_id = ? AND user_id = ? UNION "

@@ -162,7 +162,8 @@ def test_export_all_names_the_end_user_by_its_number(
         ana.add("I live in Lisbon.")
         bob.add("I live in Oslo.")
         numbers = {e.user_id for e in (ana.export_all(), bob.export_all(), tenant.export_all())}
-        assert len(numbers) == 3 and 0 not in numbers
+        assert len(numbers) == 3
+        assert 0 not in numbers
         assert ana.export_all().user_id == ana.export_all().user_id  # stable
         # The number resolves to the id through the users listing.
         with httpx.Client(base_url=srv.base_url, headers={"X-API-Key": srv.api_key}) as http:

@@ -446,7 +446,7 @@ class Store:
             ids: list[int] = []
             repeated: list[int] = []
             if meter == "ok":
-                facts = self._extract_explicit(text).facts
+                facts: Sequence[Fact] = self._extract_explicit(text).facts
                 if deduplicate:
                     facts, repeated = _new_facts(conn, facts, ctx)
                 ids = self._insert_facts(conn, facts, ctx)

@@ -102,6 +102,23 @@ def test_forget_asks_unless_yes(db: str, monkeypatch: pytest.MonkeyPatch, capsys
     assert [u["user_id"] for u in cli_json("users", "--db", db, "--tenant", "other")] == ["ana"]
 
 
+def test_an_unknown_user_or_session_is_said_on_stderr_and_fails(db: str, capsys: Any) -> None:
+    for argv in (("memories", "nobody"), ("sessions", "nobody"), ("history", "nobody", "s")):
+        assert main([*argv, "--db", db]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "no user 'nobody' in tenant 'local'" in captured.err
+    # A near miss is named; a user of another tenant is unknown here.
+    assert main(["memories", "anna", "--db", db]) == 1
+    assert "no user 'anna' in tenant 'local'; did you mean 'ana'?" in capsys.readouterr().err
+    assert main(["sessions", "bo", "--db", db, "--tenant", "other"]) == 1
+    assert "no user 'bo' in tenant 'other'" in capsys.readouterr().err
+    assert main(["history", "ana", "autogen::s3", "--db", db]) == 1
+    assert "user 'ana' has no session 'autogen::s3'; did you mean" in capsys.readouterr().err
+    # A known user still answers as before.
+    assert main(["memories", "bo", "--db", db, "--json"]) == 0
+
+
 def test_a_missing_database_is_an_error_not_a_new_file(tmp_path: Path, capsys: Any) -> None:
     missing = tmp_path / "nope.db"
     assert main(["users", "--db", str(missing)]) == 2

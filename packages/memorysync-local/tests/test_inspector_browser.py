@@ -7,9 +7,11 @@ tests skip and say why; with ``CI=true`` a missing browser fails the run.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -163,7 +165,45 @@ def test_sign_in_find_a_fact_escape_and_delete_a_session(browser: Any, served: A
     assert browser.execute_script("return window.__pwned === undefined")
 
 
-def test_a_wrong_key_is_refused_and_signs_out(browser: Any, served: Any) -> None:
+def test_a_users_export_downloads_as_json(browser: Any, served: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path)}
+    )
+    expected = api_export(served)
+    sign_in(browser, served)
+    browser.find_element(By.CSS_SELECTOR, "#user-list a.user").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#memories tr.memory"))
+    browser.find_element(By.ID, "export-user").click()
+
+    # The user id is not ASCII and has an @: the file name keeps what is safe.
+    saved = tmp_path / "memorysync-export-ana_s@example.com.json"
+    wait_for(browser, lambda d: saved.exists())
+    data = json.loads(saved.read_text("utf-8"))
+    assert data["schema"] == expected["schema"]
+    assert data["user_id"] == USER
+    assert data["sessions"] == expected["sessions"]
+    assert data["transcripts"] == expected["transcripts"]
+    assert sorted(m["text"] for m in data["memories"]) == sorted(
+        m["text"] for m in expected["memories"]
+    )
+    assert SCRIPT_FACT in [t["content"] for t in data["transcripts"]["autogen::monday"]]
+    turns = sum(len(t) for t in expected["transcripts"].values())
+    assert browser.find_element(By.ID, "export-status").text == (
+        f"Saved {saved.name}: {len(expected['memories'])} memories, {turns} turns, "
+        f"{len(expected['sessions'])} sessions."
+    )
+    # The key went in a header only: no URL the page opened carries it.
+    urls = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+    )
+    assert any("/x-local/v1/export" in u for u in urls)
+    assert not any(served.api_key in u for u in urls)
+    assert browser.execute_script("return window.__pwned === undefined")
+
+
+def test_a_wrong_key_is_refused_in_a_sentence_and_signs_out(browser: Any, served: Any) -> None:
     from selenium.webdriver.common.by import By
 
     browser.get(served.base_url + "/ui/")
@@ -171,6 +211,15 @@ def test_a_wrong_key_is_refused_and_signs_out(browser: Any, served: Any) -> None
     browser.get(served.base_url + "/ui/")
     browser.find_element(By.ID, "key").send_keys("ms_wrong")
     browser.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
-    wait_for(browser, lambda d: "401" in d.find_element(By.ID, "error").text)
+    wait_for(browser, lambda d: d.find_element(By.ID, "error").text)
+    error = browser.find_element(By.ID, "error").text
+    assert error.startswith("That key was not accepted.")
+    for raw in ("401", "X-API-Key", "/x-local"):
+        assert raw not in error
     assert browser.find_element(By.ID, "signin").is_displayed()
+    assert not browser.find_element(By.ID, "app").is_displayed()
     assert browser.execute_script("return sessionStorage.getItem('memorysync-local.key')") is None
+
+    # The right key then signs in and clears the sentence.
+    sign_in(browser, served)
+    assert browser.find_element(By.ID, "error").text == ""

@@ -95,6 +95,88 @@ def test_every_memory_method_answers_with_what_the_client_parses(
         other.close()
 
 
+def test_bulk_add_deduplicate_stores_an_identical_fact_once(
+    make_local_server: Callable[..., Any],
+) -> None:
+    srv = make_local_server(served=True)
+    client = memorysync.MemorySyncClient(srv.api_key, srv.base_url, end_user_id="ana")
+    nurse = memorysync.BulkAddItem
+    try:
+        first = client.bulk_add([nurse(text="Works as a nurse"), nurse(text="Works as a nurse")])
+        assert (first.created, first.skipped) == (1, 1)
+        [nurse_id] = first.results[0].memory_ids
+        assert first.results[1].reason == "duplicate"
+        assert first.results[1].memory_ids == [nurse_id]
+
+        # Identical = the same extracted fact, case and spacing aside, for this user and
+        # session: a re-run (another wording of the same fact) stores nothing new.
+        again = client.bulk_add([nurse(text="I work as a  NURSE."), nurse(text="I like tea.")])
+        assert [r.status for r in again.results] == ["skipped", "created"]
+        assert again.results[0].memory_ids == [nurse_id]
+        texts = [m["text"] for m in stored_memories(srv, "local", "ana")]
+        assert texts == ["Works as a nurse", "Likes tea"]
+
+        # Another user, or another session, is never deduplicated against.
+        other = client.bulk_add(
+            [
+                nurse(text="Works as a nurse", end_user_id="bob"),
+                nurse(text="Works as a nurse", metadata={"session_id": "s2"}),
+            ]
+        )
+        assert other.created == 2
+
+        # deduplicate=False stores what it is sent.
+        kept = client.bulk_add([nurse(text="Likes tea")] * 2, deduplicate=False)
+        assert kept.created == 2
+        tea = [m for m in stored_memories(srv, "local", "ana") if m["text"] == "Likes tea"]
+        assert len(tea) == 3
+    finally:
+        client.close()
+
+
+def test_metadata_has_one_flat_shape_from_add_get_query_and_export(
+    make_local_server: Callable[..., Any],
+) -> None:
+    srv = make_local_server(served=True)
+    client = memorysync.MemorySyncClient(srv.api_key, srv.base_url, end_user_id="ana")
+    try:
+        added = client.add("I live in Lisbon.", session_id="s1", metadata={"channel": "web"})
+        assert isinstance(added, memorysync.Memory)
+        expected = {"channel": "web", "session_id": "s1"}
+        assert added.metadata == expected
+        assert client.get(added.id).metadata == expected
+        assert client.query("Lisbon").memories[0].metadata == expected
+        assert client.export_all().memories[0]["metadata"] == expected
+    finally:
+        client.close()
+
+
+def test_export_all_names_the_end_user_by_its_number(
+    make_local_server: Callable[..., Any],
+) -> None:
+    srv = make_local_server(served=True)
+    ana = memorysync.MemorySyncClient(srv.api_key, srv.base_url, end_user_id="ana")
+    bob = memorysync.MemorySyncClient(srv.api_key, srv.base_url, end_user_id="bob")
+    tenant = memorysync.MemorySyncClient(srv.api_key, srv.base_url)
+    try:
+        ana.add("I live in Lisbon.")
+        bob.add("I live in Oslo.")
+        numbers = {e.user_id for e in (ana.export_all(), bob.export_all(), tenant.export_all())}
+        assert len(numbers) == 3
+        assert 0 not in numbers
+        assert ana.export_all().user_id == ana.export_all().user_id  # stable
+        # The number resolves to the id through the users listing.
+        with httpx.Client(base_url=srv.base_url, headers={"X-API-Key": srv.api_key}) as http:
+            users = http.get("/x-local/v1/users").json()["users"]
+        assert {u["user_number"]: u["user_id"] for u in users} == {
+            ana.export_all().user_id: "ana",
+            bob.export_all().user_id: "bob",
+        }
+    finally:
+        for client in (ana, bob, tenant):
+            client.close()
+
+
 def test_other_client_routes_answer_501_naming_the_route(
     make_local_server: Callable[..., Any],
 ) -> None:

@@ -208,8 +208,9 @@ async def test_memory_add_stores_an_explicit_fact_and_recognises_client_ref(
     body = {"text": "Prefers aisle seats", "session_id": "s9", "client_ref": "ref-1"}
     first = (await client.post("/memory/add", json=body, headers=headers)).json()
     again = (await client.post("/memory/add", json=body, headers=headers)).json()
-    assert first["id"] == first["memory_id"]
+    assert first["memory_ids"] == [first["id"]]
     assert first["text"] == "Prefers aisle seats"
+    assert first["metadata"] == {"session_id": "s9"}  # flat, as GET /memory/{id} answers
     assert again == {"status": "skipped", "reason": "already_ingested", "memory_ids": [first["id"]]}
     assert [r["session_id"] for r in stored_memories(server, T, "ana")] == ["s9"]
 

@@ -9,6 +9,7 @@ to be typed back unless ``--yes``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -20,6 +21,7 @@ from memorysync_local._plans import DEFAULT_TENANT
 from memorysync_local._users import (
     export_user,
     forget_user,
+    known_user,
     list_sessions,
     list_users,
     memory_rows,
@@ -79,6 +81,12 @@ def run_data_command(args: argparse.Namespace, out: TextIO | None = None) -> int
 
 def _run(db: Database, args: argparse.Namespace, out: TextIO) -> int:
     tenant: str = args.tenant
+    if args.command in ("memories", "sessions", "history"):
+        # An empty answer would read as "nothing stored"; a mistyped id must not.
+        missing = _missing(db, tenant, args.user, getattr(args, "session", None))
+        if missing:
+            print(f"memorysync-local: {missing}", file=sys.stderr)
+            return 1
     if args.command == "users":
         users = list_users(db, tenant)
         _emit(out, args, users, ("user_id", "memories", "turns", "sessions"))
@@ -99,6 +107,24 @@ def _run(db: Database, args: argparse.Namespace, out: TextIO) -> int:
     elif args.command == "forget":
         return _forget(db, args, out)
     return 0
+
+
+def _missing(db: Database, tenant: str, user: str, session: str | None) -> str | None:
+    """Why the user (or their session) cannot be shown; None when it can."""
+    if not known_user(db, tenant, user):
+        known = [u["user_id"] for u in list_users(db, tenant)]
+        hint = _hint(user, known, " (memorysync-local users lists them)")
+        return f"no user {user!r} in tenant {tenant!r}{hint}"
+    if session is not None:
+        sessions = [s["session_id"] for s in list_sessions(db, tenant, user)]
+        if session not in sessions:
+            return f"user {user!r} has no session {session!r}{_hint(session, sessions, '')}"
+    return None
+
+
+def _hint(value: str, choices: Sequence[str], otherwise: str) -> str:
+    near = difflib.get_close_matches(value, choices, n=1)
+    return f"; did you mean {near[0]!r}?" if near else otherwise
 
 
 def _export(db: Database, args: argparse.Namespace, out: TextIO) -> int:

@@ -3,7 +3,10 @@
 The page holds no data: it signs in with an API key kept in the tab's
 ``sessionStorage`` (never a URL, cookie or log line), sends it as ``X-API-Key``
 to the ``/x-local/v1`` routes, and writes every stored text
-with ``textContent`` (so a memory reading ``<script>`` shows as text).
+with ``textContent`` (so a memory reading ``<script>`` shows as text). A user's
+export is fetched the same way and saved from a ``blob:`` link, so the key never
+travels in a URL. Failures read as sentences (a refused key, a server that does not
+answer), not as raw status lines.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ INSPECTOR_HTML = """<!doctype html>
 <meta name="referrer" content="no-referrer">
 <title>memorysync-local inspector</title>
 <style>
+[hidden]{display:none !important}
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
 header{background:#234;color:#fff;padding:8px 16px;display:flex;gap:16px;align-items:center}
 header h1{font-size:16px;margin:0;flex:1}
@@ -37,7 +41,9 @@ button{cursor:pointer}.danger{color:#a00}.muted{color:#777}.turn{margin:4px 0}
 <section id="users"><h2>Users</h2><ul id="user-list"></ul><p id="stats" class="muted"></p></section>
 <section id="detail" hidden>
 <h2 id="user-title"></h2>
-<p><button id="forget-user" class="danger">Delete this user</button></p>
+<p><button id="export-user">Download export (JSON)</button>
+<button id="forget-user" class="danger">Delete this user</button>
+<span id="export-status" class="muted" role="status"></span></p>
 <h3>Memories <span id="memory-count" class="muted"></span></h3>
 <input id="search" type="search" placeholder="Search memories">
 <table><thead><tr><th>Text</th><th>Kind</th><th>Session</th><th>Created</th><th></th></tr></thead>
@@ -60,13 +66,23 @@ function el(tag, text, cls) {
 async function call(method, path, body, extra) {
   const headers = Object.assign({"X-API-Key": sessionStorage.getItem(KEY) || ""}, extra || {});
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {method, headers, credentials: "omit", cache: "no-store",
-    body: body === undefined ? undefined : JSON.stringify(body)});
+  let response;
+  try {
+    response = await fetch(path, {method, headers, credentials: "omit", cache: "no-store",
+      body: body === undefined ? undefined : JSON.stringify(body)});
+  } catch (err) {
+    throw new Error("The server did not answer. Is memorysync-local still running?");
+  }
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
-    if (response.status === 401) signOut();
-    throw new Error(method + " " + path.split("?")[0] + ": " + response.status + " " +
-      (typeof data.detail === "string" ? data.detail : ""));
+    if (response.status === 401) {
+      signOut();
+      throw new Error("That key was not accepted. Check it (memorysync-local serve prints " +
+        "the key it uses) and sign in again.");
+    }
+    const detail = typeof data.detail === "string" ? " (" + data.detail + ")" : "";
+    throw new Error("The server refused this request with status " + response.status +
+      detail + ".");
   }
   return data;
 }
@@ -74,7 +90,7 @@ function q(params) { return "?" + new URLSearchParams(params).toString(); }
 function fail(err) { $("error").textContent = err.message; }
 function signOut() {
   sessionStorage.removeItem(KEY); $("app").hidden = true; $("signin").hidden = false;
-  $("signout").hidden = true; $("who").textContent = "";
+  $("signout").hidden = true; $("who").textContent = ""; $("key").focus();
 }
 async function loadUsers() {
   const [data, st] = await Promise.all([call("GET", "/x-local/v1/users"),
@@ -144,9 +160,25 @@ async function showTranscript(session) {
     box.append(line);
   }
 }
+function fileName(user) {
+  return "memorysync-export-" + (user.replace(/[^A-Za-z0-9._@-]+/g, "_").slice(0, 80) || "user") +
+    ".json";
+}
+async function downloadExport() {
+  const user = current;
+  const data = await call("GET", "/x-local/v1/export" + q({user_id: user}));
+  const blob = new Blob([JSON.stringify(data, null, 2) + "\\n"], {type: "application/json"});
+  const link = el("a"); link.href = URL.createObjectURL(blob); link.download = fileName(user);
+  document.body.append(link); link.click(); link.remove();
+  // Revoked later, not at once: the browser reads the blob after the click returns.
+  setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+  const turns = Object.values(data.transcripts).reduce((n, t) => n + t.length, 0);
+  $("export-status").textContent = "Saved " + link.download + ": " + data.memories.length +
+    " memories, " + turns + " turns, " + data.sessions.length + " sessions.";
+}
 async function openUser(user) {
   current = user; $("detail").hidden = false; $("user-title").textContent = user;
-  $("transcript").replaceChildren();
+  $("transcript").replaceChildren(); $("export-status").textContent = "";
   await Promise.all([loadMemories(), loadSessions(), loadUsers()]);
 }
 async function start() {
@@ -161,6 +193,7 @@ $("signin").addEventListener("submit", (e) => {
   start().catch(fail);
 });
 $("signout").addEventListener("click", signOut);
+$("export-user").addEventListener("click", () => { if (current) downloadExport().catch(fail); });
 $("search").addEventListener("input", () => { if (current) loadMemories().catch(fail); });
 $("forget-user").addEventListener("click", () => {
   if (!current || !confirm("Delete every memory and transcript of " + current + "?")) return;

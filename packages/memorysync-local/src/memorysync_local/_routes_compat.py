@@ -18,11 +18,11 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from memorysync_local._end_user import read_end_user
+from memorysync_local._end_user import read_end_user, user_number
 from memorysync_local._models import MAX_INT, MAX_K, MAX_TEXT_CHARS, JsonObject, Short, Text
 from memorysync_local._plans import Caller, KeyRing
 from memorysync_local._search import render_context
-from memorysync_local._store import Store, scalar_metadata
+from memorysync_local._store import Store, hosted_memory, scalar_metadata
 from memorysync_local._timeutil import render, utc_now
 from memorysync_local._users import ensure_revisions
 
@@ -166,7 +166,7 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             row = rows.get(int(item["memory_id"]))
             if row is None or (body.session_id and row["session_id"] != body.session_id):
                 continue
-            memories.append(_memory(row, score=item["score"]))
+            memories.append(hosted_memory(row, score=item["score"]))
         memories = memories[:k]
         return _answer(
             {
@@ -189,7 +189,8 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
 
     @app.get("/memory/export", tags=["memory (official client)"])
     def export_all(who: Auth, user: EndUser) -> Response:
-        """Every memory of the end user (or, without ``X-End-User-ID``, of the tenant)."""
+        """Every memory of the end user (or, without ``X-End-User-ID``, of the tenant);
+        ``user_id`` is the end user's number (:func:`user_number`)."""
         where, params = _scope(who, user)
         with store.db.connection() as conn:
             rows = conn.execute(
@@ -197,8 +198,10 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             ).fetchall()
         return _answer(
             {
-                "user_id": 0,  # the hosted service's account id; there is no account here
-                "memories": [_memory(row) for row in rows],
+                # The official client reads user_id as an integer: the end user's number.
+                "user_id": user_number(who.tenant_id, user),
+                "end_user_id": user,
+                "memories": [hosted_memory(row) for row in rows],
                 "generated_at": render(utc_now()),
             }
         )
@@ -232,6 +235,7 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
                 session_id=None,
                 metadata=metadata,
                 client_ref=item.client_ref,
+                deduplicate=body.deduplicate,
             )
             if answer.get("status") == "skipped":
                 results.append(
@@ -288,7 +292,7 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
     @app.get("/memory/{memory_id}", tags=["memory (official client)"])
     def get_memory(memory_id: MemoryId, who: Auth, user: EndUser) -> Response:
         """One memory (``MemorySyncClient.get``)."""
-        return _answer(_memory(_visible(store, who, user, memory_id)))
+        return _answer(hosted_memory(_visible(store, who, user, memory_id)))
 
     @app.patch("/memory/{memory_id}", tags=["memory (official client)"])
     def update_memory(memory_id: MemoryId, body: Edit, who: Auth, user: EndUser) -> Response:
@@ -298,7 +302,7 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         with store.db.write() as conn:
             if _edit(conn, who, user, memory_id, body) is None:
                 raise HTTPException(404, f"memory {memory_id} not found")
-        return _answer(_memory(_visible(store, who, user, memory_id)))
+        return _answer(hosted_memory(_visible(store, who, user, memory_id)))
 
     @app.get("/memory/{memory_id}/history", tags=["memory (official client)"])
     def memory_history(
@@ -442,33 +446,6 @@ def _edit(conn: Any, who: Caller, user: str | None, memory_id: int, edit: Edit) 
         (memory_id, json.dumps(changed), json.dumps(diff, ensure_ascii=False), render(utc_now())),
     )
     return changed
-
-
-def _memory(row: Any, *, score: float | None = None) -> dict[str, Any]:
-    """A memory in the hosted ``Memory`` shape the official client parses."""
-    metadata = json.loads(row["metadata"])
-    return {
-        "id": int(row["id"]),
-        "text": row["text"],
-        "summary": None,
-        "tags": None if row["tags"] is None else json.loads(row["tags"]),
-        "source": row["source"],
-        "event_type": metadata.get("event_type"),
-        "importance": row["importance"],
-        "metadata": metadata,
-        "is_summary": False,
-        "created_at": row["created_at"],
-        "updated_at": _updated_at(row),
-        "score": score,
-        "kind": row["kind"],
-        "session_id": row["session_id"],
-    }
-
-
-def _updated_at(row: Any) -> Any:
-    # sqlite3.Row has keys() but does not support `in`.
-    keys = list(row.keys())
-    return (row["updated_at"] if "updated_at" in keys else None) or row["created_at"]
 
 
 def _answer(content: Any, status: int = 200) -> Response:

@@ -20,6 +20,7 @@ from memorysync_local._plans import Caller, KeyRing
 from memorysync_local._store import Store
 from memorysync_local._users import (
     cancel_jobs,
+    export_user,
     forget_memory,
     forget_session,
     forget_user,
@@ -91,6 +92,12 @@ def add_local_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
     ) -> Response:
         """One session's turns in conversation order."""
         return _answer({"items": transcript(store.db, who.tenant_id, user_id, session_id)})
+
+    @app.get(PREFIX + "/export", tags=tags)
+    def user_export(who: Auth, user_id: UserId) -> Response:
+        """Every memory and transcript turn of the user, in the core's export schema
+        (what ``memorysync-local export`` writes; ``import_export()`` reads it)."""
+        return _answer(export_user(store.db, who.tenant_id, user_id))
 
     @app.get(PREFIX + "/stats", tags=tags)
     def tenant_stats(who: Auth) -> Response:

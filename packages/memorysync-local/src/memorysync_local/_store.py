@@ -410,8 +410,16 @@ class Store:
         session_id: str | None,
         metadata: Mapping[str, Any] | None,
         client_ref: str | None,
+        deduplicate: bool = False,
     ) -> dict[str, Any]:
-        """Store the facts of an explicitly saved text; a memory object or a skipped answer."""
+        """Store the facts of an explicitly saved text; a memory object or a skipped answer.
+
+        The memory object is the one ``GET /memory/{id}`` answers (:func:`hosted_memory`,
+        flat ``metadata``) plus ``memory_ids``, every id the text produced. With
+        ``deduplicate``, a fact :func:`same_fact` as one the user already has in the
+        same session is not stored again; a text whose every fact exists answers
+        skipped with reason ``duplicate`` and the ids of the facts it repeats.
+        """
         tenant = caller.tenant_id
         scalars = scalar_metadata(metadata)
         if session_id is None and isinstance(scalars.get("session_id"), str):
@@ -436,9 +444,12 @@ class Store:
                     return _skipped("already_ingested", json.loads(row["memory_ids"]))
             meter = self._meter(conn, caller)
             ids: list[int] = []
+            repeated: list[int] = []
             if meter == "ok":
-                extraction = self._extract_explicit(text)
-                ids = self._insert_facts(conn, extraction.facts, ctx)
+                facts: Sequence[Fact] = self._extract_explicit(text).facts
+                if deduplicate:
+                    facts, repeated = _new_facts(conn, facts, ctx)
+                ids = self._insert_facts(conn, facts, ctx)
                 if tags is not None or importance is not None:
                     conn.executemany(
                         "UPDATE memories SET tags = ?, importance = ? WHERE id = ?",
@@ -448,7 +459,7 @@ class Store:
                     conn.execute(
                         "INSERT INTO client_refs (tenant_id, user_id, client_ref, memory_ids) "
                         "VALUES (?, ?, ?, ?)",
-                        (tenant, user_id, client_ref, json.dumps(ids)),
+                        (tenant, user_id, client_ref, json.dumps(ids or repeated)),
                     )
             rows = _fetch_memories(conn, ids)
         if meter == "refused":
@@ -456,9 +467,10 @@ class Store:
         if meter == "silent":
             return _skipped("plan_limit_reached", [])
         if not rows:
+            if repeated:
+                return _skipped("duplicate", repeated)
             return _skipped("no_high_value_content", [])
-        first = memory_item(rows[0])
-        first["id"] = first["memory_id"]
+        first = hosted_memory(rows[0])
         first["memory_ids"] = ids
         return first
 
@@ -786,8 +798,39 @@ def _unique(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The same fact told in two sessions is two memories; recall it once (the first)."""
     unique: dict[str, dict[str, Any]] = {}
     for item in items:
-        unique.setdefault(" ".join(item["text"].casefold().split()), item)
+        unique.setdefault(same_fact(item["text"]), item)
     return list(unique.values())
+
+
+def same_fact(text: str) -> str:
+    """What two fact texts share when they state the same fact: the text case-folded,
+    its whitespace runs made single spaces (``Works as a  Nurse`` = ``works as a nurse``)."""
+    return " ".join(text.casefold().split())
+
+
+def _new_facts(
+    conn: sqlite3.Connection, facts: Sequence[Fact], ctx: FactContext
+) -> tuple[list[Fact], list[int]]:
+    """The facts not yet stored for the user in ``ctx``'s session (nor earlier in
+    ``facts``), and the ids of the stored memories the others repeat."""
+    rows = conn.execute(
+        "SELECT id, text FROM memories WHERE tenant_id = ? AND user_id = ? "
+        "AND session_id IS ? ORDER BY id",
+        (ctx.tenant_id, ctx.user_id, ctx.session_id),
+    ).fetchall()
+    known: dict[str, int | None] = {}
+    for row in rows:
+        known.setdefault(same_fact(row["text"]), int(row["id"]))
+    fresh: list[Fact] = []
+    repeated: list[int] = []
+    for fact in facts:
+        key = same_fact(fact.text)
+        if key not in known:
+            known[key] = None  # a repeat later in this text is not stored twice
+            fresh.append(fact)
+        elif (found := known[key]) is not None and found not in repeated:
+            repeated.append(found)
+    return fresh, repeated
 
 
 def _skipped(reason: str, ids: list[int]) -> dict[str, Any]:
@@ -801,6 +844,29 @@ def _fetch_memories(conn: sqlite3.Connection, ids: Sequence[int]) -> list[sqlite
     return conn.execute(
         f"SELECT * FROM memories WHERE id IN ({marks}) ORDER BY id", list(ids)
     ).fetchall()
+
+
+def hosted_memory(row: Any, *, score: float | None = None) -> dict[str, Any]:
+    """A memory in the hosted ``Memory`` shape the official client parses, the one
+    shape ``/memory/add``, ``get``, ``query`` and ``export`` answer: ``metadata`` flat."""
+    metadata = json.loads(row["metadata"])
+    keys = list(row.keys())  # sqlite3.Row has keys() but does not support `in`
+    return {
+        "id": int(row["id"]),
+        "text": row["text"],
+        "summary": None,
+        "tags": None if row["tags"] is None else json.loads(row["tags"]),
+        "source": row["source"],
+        "event_type": metadata.get("event_type"),
+        "importance": row["importance"],
+        "metadata": metadata,
+        "is_summary": False,
+        "created_at": row["created_at"],
+        "updated_at": (row["updated_at"] if "updated_at" in keys else None) or row["created_at"],
+        "score": score,
+        "kind": row["kind"],
+        "session_id": row["session_id"],
+    }
 
 
 def memory_item(row: sqlite3.Row) -> dict[str, Any]:

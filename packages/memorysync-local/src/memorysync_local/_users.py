@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memorysync_local._db import Database
+from memorysync_local._end_user import user_number
 from memorysync_local._store import history_item, memory_item
 from memorysync_local._timeutil import render, utc_now
 
@@ -43,7 +44,8 @@ def ensure_revisions(db: Database) -> None:
 
 
 def list_users(db: Database, tenant: str) -> list[dict[str, Any]]:
-    """Every user of ``tenant`` with memory, turn and session counts, by user id."""
+    """Every user of ``tenant`` with memory, turn and session counts, by user id, and
+    the number an export names the user by (:func:`user_number`)."""
     with db.connection() as conn:
         rows = conn.execute(
             "SELECT user_id, SUM(m) AS memories, SUM(t) AS turns FROM ("
@@ -62,9 +64,21 @@ def list_users(db: Database, tenant: str) -> list[dict[str, Any]]:
                     "memories": int(row["memories"]),
                     "turns": int(row["turns"]),
                     "sessions": len(sessions),
+                    "user_number": user_number(tenant, str(row["user_id"])),
                 }
             )
     return users
+
+
+def known_user(db: Database, tenant: str, user_id: str) -> bool:
+    """Whether ``tenant`` stores anything of the user: a memory or a transcript turn."""
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT EXISTS(SELECT 1 FROM memories WHERE tenant_id = ? AND user_id = ?) "
+            "OR EXISTS(SELECT 1 FROM history WHERE tenant_id = ? AND user_id = ?)",
+            (tenant, user_id, tenant, user_id),
+        ).fetchone()
+    return bool(row[0])
 
 
 def _session_ids(conn: sqlite3.Connection, tenant: str, user_id: str) -> list[str]:

@@ -23,6 +23,7 @@ EXPECTED = {
     "APIStatusError",
     "APITimeoutError",
     "AuthError",
+    "InsufficientStorageError",
     "CapturedTurn",
     "ClearResult",
     "ContextRenderer",

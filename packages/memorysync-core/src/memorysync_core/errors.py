@@ -11,6 +11,7 @@
     │   ├── NotFoundError            404
     │   ├── RateLimitError           429, with ``retry_after`` seconds (or None)
     │   ├── ServerError              5xx except 501
+    │   │   └── InsufficientStorageError  507: the server cannot store now; never retried
     │   └── UnsupportedError         501, or an extension route the server lacks
     ├── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
     └── UnsupportedUserIdError       a user id this server cannot take in X-End-User-ID
@@ -43,6 +44,7 @@ from ._errors import (
     APIStatusError,
     APITimeoutError,
     AuthError,
+    InsufficientStorageError,
     MemorySyncError,
     NotFoundError,
     RateLimitError,
@@ -58,6 +60,7 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AuthError",
+    "InsufficientStorageError",
     "MemorySyncError",
     "NotFoundError",
     "RateLimitError",

@@ -50,6 +50,7 @@ EXPECTED = {
     "EXPORT_SCHEMA",
     "ForgetReport",
     "ImportReport",
+    "ImportSkip",
     "MemoryPage",
     "ValidationError",
     "__version__",

@@ -16,6 +16,7 @@ import httpx
 from . import _end_user, _transport
 from . import _telemetry as telemetry
 from ._config import resolve_api_key, resolve_base_url, resolve_project_id
+from ._log_scrub import guard_key
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -120,6 +121,7 @@ class MemorySyncAPI:
         source: str = "memorysync-core",
     ) -> None:
         self._api_key = resolve_api_key(api_key)
+        guard_key(self._api_key)
         self._base_url = resolve_base_url(base_url)
         self._project_id = resolve_project_id(project_id)
         if tenant_id is not None:

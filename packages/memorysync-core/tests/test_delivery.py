@@ -224,9 +224,7 @@ async def test_a_507_full_server_is_typed_and_never_retried(
     queue.submit(memory.capture("user", "I live in Oslo."))
     with caplog.at_level(logging.DEBUG, logger="memorysync.delivery"):
         report = await queue.flush(timeout=10)
-    assert report == DeliveryReport(
-        refused=1, reasons=("InsufficientStorageError (status 507)",)
-    )
+    assert report == DeliveryReport(refused=1, reasons=("InsufficientStorageError (status 507)",))
     assert len(fake_server.requests_to(APPEND)) == 2
     assert "507" in caplog.text
     await queue.aclose()

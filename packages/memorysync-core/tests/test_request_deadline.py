@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+
 import pytest
 
 from memorysync_core import MemorySyncAPI

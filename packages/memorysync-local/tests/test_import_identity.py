@@ -43,7 +43,7 @@ def export_of(
             "seq": n,
             "occurred_at": "2026-01-01T10:00:00Z",
         }
-        for n, (role, content) in enumerate(zip(("user", "assistant"), turns))
+        for n, (role, content) in enumerate(zip(("user", "assistant"), turns, strict=True))
     ]
     return {
         "schema": EXPORT_SCHEMA,

@@ -16,7 +16,6 @@ import httpx
 from . import _end_user, _transport
 from . import _telemetry as telemetry
 from ._config import resolve_api_key, resolve_base_url, resolve_project_id
-from ._log_scrub import guard_key
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -27,6 +26,7 @@ from ._errors import (
     ServerError,
     UnsupportedUserIdError,
 )
+from ._log_scrub import guard_key
 from ._operation import operation, with_operation
 from ._version import __version__
 

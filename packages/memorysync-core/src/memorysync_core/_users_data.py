@@ -289,7 +289,12 @@ async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportRe
                 memory.retry,
             )
             written = [w for w in answer.get("items") or () if isinstance(w, Mapping)]
-            for (turn, item), result in zip(batch, written):
+            if len(written) != len(batch):
+                raise ResponseFormatError(
+                    f"POST /v1/history/append -> 200: {len(written)} items for {len(batch)} turns",
+                    route="/v1/history/append",
+                )
+            for (turn, item), result in zip(batch, written, strict=True):
                 if result.get("created") is False:
                     skipped.append(
                         _skip("turn", turn.get("id"), session, item["content"], "already_stored")

@@ -795,8 +795,7 @@ def _claimed_ref(
     same add then stores its text anew, as an import of a deleted memory expects.
     """
     row = conn.execute(
-        "SELECT memory_ids FROM client_refs WHERE tenant_id = ? AND user_id = ? "
-        "AND client_ref = ?",
+        "SELECT memory_ids FROM client_refs WHERE tenant_id = ? AND user_id = ? AND client_ref = ?",
         (tenant, user_id, client_ref),
     ).fetchone()
     if row is None:

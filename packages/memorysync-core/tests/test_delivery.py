@@ -14,6 +14,7 @@ from memorysync_core import (
     CapturedTurn,
     DeliveryQueue,
     DeliveryReport,
+    InsufficientStorageError,
     MemorySyncAPI,
     NotFoundError,
     RateLimitError,
@@ -197,6 +198,35 @@ async def test_a_422_drops_the_batch_without_retrying(
     assert "dropped 1 turns" in errors[0].getMessage()
     assert "422" in errors[0].getMessage()
     assert "my secret sentence" not in caplog.text
+    await queue.aclose()
+    await memory.aclose()
+
+
+async def test_a_507_full_server_is_typed_and_never_retried(
+    fake_server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 26 item 1: a full disk answered 503 "busy" and the queue retried it forever;
+    # memorysync-local now answers 507, which lasts until space is freed: refused, once.
+    assert not RetryPolicy().is_retryable(InsufficientStorageError("x", status_code=507))
+    fake_server.set_default(APPEND, Fault.status(507))
+    memory = make_memory(fake_server)
+    with pytest.raises(InsufficientStorageError) as caught:
+        await call_with_retries(
+            lambda: memory.api.append_history(
+                user_id="u", session_id="s", turns=[{"role": "user", "content": "hi"}]
+            ),
+            FAST_RETRY,
+        )
+    assert isinstance(caught.value, ServerError)  # code catching 5xx still catches it
+    assert caught.value.status_code == 507
+    assert len(fake_server.requests_to(APPEND)) == 1
+    queue = queue_for(memory)
+    queue.submit(memory.capture("user", "I live in Oslo."))
+    with caplog.at_level(logging.DEBUG, logger="memorysync.delivery"):
+        report = await queue.flush(timeout=10)
+    assert report == DeliveryReport(refused=1, reasons=("InsufficientStorageError (status 507)",))
+    assert len(fake_server.requests_to(APPEND)) == 2
+    assert "507" in caplog.text
     await queue.aclose()
     await memory.aclose()
 

@@ -219,11 +219,16 @@ def test_the_access_log_never_shows_a_key_sent_in_the_query_string(tmp_path: Pat
                 headers={"X-API-Key": "ms_query_key"},
             )
             assert listed.status_code == 200
+            # Issue 26: a key in a path segment, the server's own or key-shaped.
+            assert client.get("/nonexistent/ms_query_key").status_code == 404
+            assert client.get("/nonexistent/ms_someone_elses_key_42").status_code == 404
     finally:
         out, err = _stop(proc)
     assert "ms_query_key" not in out + err
+    assert "ms_someone_elses_key_42" not in out + err
     assert "/health?<query omitted>" in out + err  # the request is still logged
     assert "/v1/memory/local/ana/list?<query omitted>" in out + err
+    assert "/nonexistent/<key omitted>" in out + err
 
 
 def test_database_files_are_private_to_their_owner(tmp_path: Path) -> None:

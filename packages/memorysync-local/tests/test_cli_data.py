@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,25 @@ def test_export_to_a_file_with_progress(db: str, tmp_path: Path, capsys: Any) ->
     data = json.loads(target.read_text("utf-8"))
     assert data["schema"] == "memorysync.users-data/1"
     assert sorted(data["transcripts"]) == ["autogen::s1", "autogen::s2"]
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_an_export_file_is_private_whatever_the_umask(
+    db: str, tmp_path: Path, existing: bool
+) -> None:
+    # Issue 26 item 4: with umask 022 an export was written -rw-r--r--; it holds a
+    # user's memories and transcripts, as private as the database file (0600).
+    target = tmp_path / "ana.json"
+    if existing:  # a file left world-readable by an earlier export is made private too
+        target.write_text("old", "utf-8")
+        target.chmod(0o644)
+    previous = os.umask(0o022)
+    try:
+        cli_json("export", "ana", "--db", db, "-o", str(target))
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert json.loads(target.read_text("utf-8"))["schema"] == "memorysync.users-data/1"
 
 
 def test_forget_asks_unless_yes(db: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:

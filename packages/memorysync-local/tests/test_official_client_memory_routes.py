@@ -204,6 +204,23 @@ def test_other_client_routes_answer_501_naming_the_route(
             assert f"{method} {path}" in answer.json()["detail"], name
 
 
+@pytest.mark.parametrize("api_key", [None, "ms_not_a_key_of_this_server"])
+async def test_the_501_routes_check_the_key_first(
+    make_local_server: Callable[..., Any], api_key: str | None
+) -> None:
+    # Issue 26 item 5: a caller without a valid key was told 501 (what is not served)
+    # before 401; every route, the stubs included, checks the key first.
+    srv = make_local_server(served=True)
+    headers = {} if api_key is None else {"X-API-Key": api_key}
+    async with httpx.AsyncClient(base_url=srv.base_url, headers=headers, timeout=30) as http:
+        routes = [*UNSUPPORTED, ("GET", "/api/v2/integrations/x", "connector namespaces")]
+        for method, path, _ in routes:
+            concrete = path.replace("{memory_id}", "7").replace("{job_id}", "j1")
+            answer = await http.request(method, concrete)
+            assert answer.status_code == 401, (method, path, answer.text)
+            assert "unsupported" not in answer.text
+
+
 def test_the_unsupported_list_covers_the_client() -> None:
     """Every public memory method of the client is served or listed as unsupported."""
     served = {

@@ -26,6 +26,7 @@ from ._errors import (
     ServerError,
     UnsupportedUserIdError,
 )
+from ._log_scrub import guard_key
 from ._operation import operation, with_operation
 from ._version import __version__
 
@@ -121,6 +122,7 @@ class MemorySyncAPI:
         source: str = "memorysync-core",
     ) -> None:
         self._api_key = resolve_api_key(api_key)
+        guard_key(self._api_key)
         self._base_url = resolve_base_url(base_url)
         self._project_id = resolve_project_id(project_id)
         if tenant_id is not None:

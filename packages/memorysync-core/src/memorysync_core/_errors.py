@@ -7,6 +7,7 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AuthError",
+    "InsufficientStorageError",
     "MemorySyncError",
     "NotFoundError",
     "RateLimitError",
@@ -115,7 +116,16 @@ class RateLimitError(APIStatusError):
 
 
 class ServerError(APIStatusError):
-    """5xx: the server failed. Retried by the retry policy (except 501)."""
+    """5xx: the server failed. Retried by the retry policy (except 501 and 507)."""
+
+
+class InsufficientStorageError(ServerError):
+    """507: the server cannot store anything now (disk full, read-only, I/O error).
+
+    Never retried: the condition lasts until an operator frees space or repairs the
+    storage, so asking again within a retry policy's seconds cannot help. Reads may
+    still work. A ``ServerError``, so code that catches 5xx catches it too.
+    """
 
 
 class UnsupportedError(APIStatusError):

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from ._errors import (
     APIConnectionError,
+    InsufficientStorageError,
     MemorySyncError,
     RateLimitError,
     ResponseFormatError,
@@ -32,7 +33,8 @@ class RetryPolicy:
 
     Retried: transport errors (timeouts included), 5xx, 429 and malformed answers (a
     proxy's HTML page with a 200; every retry resends the same ids, so it is safe).
-    Never retried: validation, auth and not-found. A 429's ``retry_after`` is
+    Never retried: validation, auth, not-found and 507 (the server's storage is full
+    or unwritable: it lasts longer than any backoff). A 429's ``retry_after`` is
     honoured up to ``max_retry_after`` seconds; a 429 asking for more than that is an
     exhausted quota (an evaluation key answers with the time until its reset), not a
     blip, and is not retried.
@@ -62,10 +64,12 @@ class RetryPolicy:
             raise ValueError(f"jitter must be between 0 and 1, got {self.jitter!r}")
 
     def is_retryable(self, exc: BaseException) -> bool:
-        """True for transport errors, timeouts, 5xx, malformed answers and 429.
+        """True for transport errors, timeouts, 5xx (but 507), malformed answers and 429.
 
         A 429 asking to wait longer than ``max_retry_after`` is not retried.
         """
+        if isinstance(exc, InsufficientStorageError):
+            return False
         if isinstance(exc, RateLimitError):
             return exc.retry_after is None or exc.retry_after <= self.max_retry_after
         return isinstance(exc, (APIConnectionError, ServerError, ResponseFormatError))

@@ -20,6 +20,7 @@ from ._errors import (
     APIStatusError,
     APITimeoutError,
     AuthError,
+    InsufficientStorageError,
     MemorySyncError,
     NotFoundError,
     RateLimitError,
@@ -215,6 +216,8 @@ def status_error(
         cls = NotFoundError
     elif status == 501:
         cls = UnsupportedError  # not retried: the server does not offer this call
+    elif status == 507:
+        cls = InsufficientStorageError  # not retried: lasts until storage is freed
     elif status >= 500:
         cls = ServerError
     else:
@@ -266,20 +269,32 @@ async def send(
 ) -> Any:
     """Send one request; return its decoded JSON body or raise a typed error.
 
+    ``timeout`` is one deadline for the whole attempt: connecting, sending the body and
+    reading the whole answer, headers and body. httpx's own timeouts bound each read
+    alone, so a server that trickles a byte a second would hold the call for as long
+    as it keeps trickling; past the deadline the attempt raises ``APITimeoutError``.
+
     One ``memorysync.http`` span per attempt, named by the route template (never the
     ids in the path), with the status and the request id.
     """
     attributes = {"http.request.method": method, "memorysync.route": route}
     with telemetry.span("memorysync.http", attributes) as current:
+        request = client.request(
+            method,
+            url,
+            headers=dict(headers),
+            json=json,
+            params=dict(params) if params is not None else None,
+            timeout=timeout,
+        )
         try:
-            response = await client.request(
-                method,
-                url,
-                headers=dict(headers),
-                json=json,
-                params=dict(params) if params is not None else None,
-                timeout=timeout,
-            )
+            # wait_for over the one request: the deadline holds on 3.10 as well.
+            response = await asyncio.wait_for(request, timeout)
+        except asyncio.TimeoutError as exc:
+            raise APITimeoutError(
+                f"{method} {route} -> timeout: no complete answer within {timeout:g} s",
+                route=route,
+            ) from exc
         except httpx.HTTPError as exc:
             raise transport_error(exc, method=method, route=route, secret=secret) from exc
         current.set_attribute("http.response.status_code", response.status_code)

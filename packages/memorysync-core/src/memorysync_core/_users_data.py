@@ -12,6 +12,8 @@ the memories name plus this session, and the export or erase says
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -60,13 +62,32 @@ class ForgetReport:
 
 
 @dataclass(frozen=True)
+class ImportSkip:
+    """One item ``import_export()`` did not store, and why.
+
+    ``kind`` is ``"memory"`` or ``"turn"``; ``source_id`` its id in the export (None
+    when it had none); ``session_id`` its session; ``text`` the first 80 characters of
+    its text; ``reason`` the server's: ``"already_ingested"`` / ``"already_stored"``
+    (this very item was imported before), ``"no_high_value_content"``,
+    ``"plan_limit_reached"``.
+    """
+
+    kind: str
+    source_id: str | None
+    session_id: str | None
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class ImportReport:
-    """What ``import_export()`` wrote; ``skipped`` items were already there."""
+    """What ``import_export()`` wrote; ``skipped`` names each item it did not store."""
 
     memories_created: int
     memories_skipped: int
     turns_created: int
     turns_skipped: int
+    skipped: tuple[ImportSkip, ...] = ()
 
 
 async def list_memories_page(memory: UserMemory, *, limit: int, offset: int) -> MemoryPage:
@@ -218,63 +239,96 @@ async def forget_user(memory: UserMemory) -> ForgetReport:
 async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportReport:
     """Write an ``export()`` into this memory's server for this memory's user.
 
-    Idempotent: each fact is added with ``client_ref="import:<its id>"`` and each turn
-    with ``idempotency_key="import:<its id>"`` (and its ``seq``), so importing the same
-    file twice stores nothing the second time. Turns are not sent to extraction.
+    Each item is sent with a key made of what it is, not only of its id: a fact's
+    ``client_ref`` hashes its source id, text, session and time, a turn's
+    ``idempotency_key`` its source id, role, content, time and ``seq``. So importing
+    the same file twice stores nothing the second time, while items without ids, or
+    from another server whose ids overlap with different texts, are all stored, and a
+    fact deleted since the last import comes back. Turns are not sent to extraction.
+    The report names every item not stored, with the server's reason.
     """
     if not isinstance(data, Mapping) or data.get("schema") != EXPORT_SCHEMA:
         raise ValueError(f"not a MemorySync export (schema must be {EXPORT_SCHEMA!r})")
     api = memory.api
-    created = skipped = 0
+    created = 0
+    skipped: list[ImportSkip] = []
     for item in data.get("memories") or ():
         if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
             raise ValueError(f"an exported memory has no text: {item!r:.80}")
-        ref = f"import:{item.get('memory_id', item.get('id'))}"
+        source_id = item.get("memory_id", item.get("id"))
+        session = session_of(item)
+        ref = _identity("memory", source_id, item["text"], session, item.get("created_at"))
         answer = await call_with_retries(
-            lambda i=item, r=ref: api.add_memory(  # type: ignore[misc]
+            lambda i=item, r=ref, s=session: api.add_memory(  # type: ignore[misc]
                 user_id=memory.user_id,
                 text=i["text"],
                 tags=i.get("tags"),
                 importance=i.get("importance"),
-                session_id=session_of(i),
+                session_id=s,
                 client_ref=r,
             ),
             memory.retry,
         )
         if answer.get("status") == "skipped":
-            skipped += 1
+            reason = str(answer.get("reason") or "skipped")
+            skipped.append(_skip("memory", source_id, session, item["text"], reason))
         else:
             created += 1
-    turns_created = turns_skipped = 0
+    turns_created = 0
     transcripts = data.get("transcripts") or {}
     if not isinstance(transcripts, Mapping):
         raise ValueError("'transcripts' must map session ids to lists of turns")
     for session, turns in transcripts.items():
-        items = [_turn_item(turn) for turn in turns or ()]
-        for start in range(0, len(items), _APPEND_BATCH):
-            batch = items[start : start + _APPEND_BATCH]
+        sent = [(turn, _turn_item(turn)) for turn in turns or ()]
+        for start in range(0, len(sent), _APPEND_BATCH):
+            batch = sent[start : start + _APPEND_BATCH]
             answer = await call_with_retries(
-                lambda s=session, b=batch: api.append_history(  # type: ignore[misc]
+                lambda s=session, b=[i for _, i in batch]: api.append_history(  # type: ignore[misc]
                     user_id=memory.user_id, session_id=s, turns=b, extract=False
                 ),
                 memory.retry,
             )
-            for written in answer.get("items") or ():
-                if isinstance(written, Mapping) and written.get("created") is False:
-                    turns_skipped += 1
+            written = [w for w in answer.get("items") or () if isinstance(w, Mapping)]
+            if len(written) != len(batch):
+                raise ResponseFormatError(
+                    f"POST /v1/history/append -> 200: {len(written)} items for {len(batch)} turns",
+                    route="/v1/history/append",
+                )
+            for (turn, item), result in zip(batch, written, strict=True):
+                if result.get("created") is False:
+                    skipped.append(
+                        _skip("turn", turn.get("id"), session, item["content"], "already_stored")
+                    )
                 else:
                     turns_created += 1
-    return ImportReport(created, skipped, turns_created, turns_skipped)
+    memories_skipped = sum(1 for s in skipped if s.kind == "memory")
+    return ImportReport(
+        created, memories_skipped, turns_created, len(skipped) - memories_skipped, tuple(skipped)
+    )
+
+
+def _identity(kind: str, *what: Any) -> str:
+    """``import:<hash>`` of an item's kind, source id and content: its key on re-import."""
+    text = json.dumps([kind, *what], ensure_ascii=False, default=str, sort_keys=True)
+    return "import:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+
+
+def _skip(kind: str, source_id: Any, session: str | None, text: str, reason: str) -> ImportSkip:
+    shown = None if source_id is None else str(source_id)
+    return ImportSkip(kind, shown, session, text[:80], reason)
 
 
 def _turn_item(turn: Any) -> dict[str, Any]:
     if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
         raise ValueError(f"an exported turn has no content: {turn!r:.80}")
+    when = turn.get("occurred_at") or turn.get("created_at")
     item: dict[str, Any] = {
         "role": turn.get("role") or "user",
         "content": turn["content"],
-        "idempotency_key": f"import:{turn.get('id')}",
     }
+    item["idempotency_key"] = _identity(
+        "turn", turn.get("id"), item["role"], item["content"], when, turn.get("seq")
+    )
     for name in ("seq", "occurred_at", "payload"):
         if turn.get(name) is not None:
             item[name] = turn[name]
@@ -340,7 +394,7 @@ class UsersDataMethods:
         return await (await self._users_data_memory()).forget_user()
 
     async def import_export(self, data: Mapping[str, Any]) -> ImportReport:
-        """Write an ``export()`` for this user (idempotent by the exported ids)."""
+        """Write an ``export()`` for this user (idempotent by each item's id and content)."""
         return await (await self._users_data_memory()).import_export(data)
 
 
@@ -371,6 +425,6 @@ class SyncUsersDataMethods:
         return report
 
     def import_export(self, data: Mapping[str, Any]) -> ImportReport:
-        """Write an ``export()`` for this user (idempotent by the exported ids)."""
+        """Write an ``export()`` for this user (idempotent by each item's id and content)."""
         report: ImportReport = self._memory.users_data("import_export", data)
         return report

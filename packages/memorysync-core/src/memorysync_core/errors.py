@@ -10,6 +10,7 @@ MemorySyncError                  message, status_code, request_id, route
 │   ├── NotFoundError            404
 │   ├── RateLimitError           429, with retry_after seconds (or None)
 │   ├── ServerError              5xx except 501
+│   │   └── InsufficientStorageError  507: the server cannot store now; never retried
 │   └── UnsupportedError         501, or an extension route the server lacks
 ├── ResponseFormatError          a 2xx answer that is not JSON or has the wrong shape
 └── UnsupportedUserIdError       a user id this server cannot take in X-End-User-ID
@@ -44,6 +45,7 @@ from ._errors import (
     APIStatusError,
     APITimeoutError,
     AuthError,
+    InsufficientStorageError,
     MemorySyncError,
     NotFoundError,
     RateLimitError,
@@ -59,6 +61,7 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AuthError",
+    "InsufficientStorageError",
     "MemorySyncError",
     "NotFoundError",
     "RateLimitError",

@@ -7,11 +7,13 @@ import contextlib
 import ipaddress
 import logging
 import os
+import re
 import secrets
 import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from urllib.parse import unquote
 
 import uvicorn
 
@@ -22,6 +24,7 @@ from memorysync_local._otel import instrument, start_sdk
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._semantic import load_embedder
 from memorysync_local._served import bind_socket
+from memorysync_local._storage_errors import StorageError
 from memorysync_local._version import __version__
 from memorysync_local._workers import WorkerThreads
 
@@ -160,16 +163,34 @@ def _embedder(spec: str) -> Embedder | None:
         return None
 
 
-class _NoQueryStrings(logging.Filter):
-    """Keeps query strings out of uvicorn's access log: a client may put a key there."""
+# A path segment shaped like a MemorySync key (ms_ and at least 12 more characters).
+_KEY_SHAPED = re.compile(r"ms_[A-Za-z0-9_\-]{12,}")
+
+
+class _ScrubbedPaths(logging.Filter):
+    """Keeps keys out of uvicorn's access log: a client may put one in the URL.
+
+    The query string is dropped, and a path segment that holds one of the server's
+    keys, or is shaped like a key (``ms_...``), is replaced by ``<key omitted>``.
+    """
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        super().__init__()
+        self._keys = [k for k in keys if k]
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
             path, sep, _ = args[2].partition("?")
-            if sep:
-                record.args = (*args[:2], f"{path}?<query omitted>", *args[3:])
+            shown = "/".join(self._segment(part) for part in path.split("/"))
+            record.args = (*args[:2], shown + ("?<query omitted>" if sep else ""), *args[3:])
         return True
+
+    def _segment(self, part: str) -> str:
+        plain = unquote(part)
+        if _KEY_SHAPED.search(plain) or any(key in plain for key in self._keys):
+            return "<key omitted>"
+        return part
 
 
 def _parse_plans(values: Sequence[str]) -> dict[str, Plan]:
@@ -206,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             async_extraction=args.async_extraction,
             embedder=embedder,
         )
-    except (ValueError, TypeError, RuntimeError) as exc:
+    except (ValueError, TypeError, RuntimeError, StorageError) as exc:
         parser.error(str(exc))
     try:
         sock = bind_socket(args.host, args.port)
@@ -230,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     config = uvicorn.Config(WorkerThreads(app), lifespan="off", log_level=args.log_level)
     # After Config: it (re)configures uvicorn's loggers.
-    logging.getLogger("uvicorn.access").addFilter(_NoQueryStrings())
+    logging.getLogger("uvicorn.access").addFilter(_ScrubbedPaths([*keys, *args.eval_key]))
     # uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it
     # found and raises the signal again. Ours turn that into _Stopped, so the store
     # is closed (background extraction drained or left stored for the next start)

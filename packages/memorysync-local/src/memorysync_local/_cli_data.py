@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from memorysync_local._db import Database
 from memorysync_local._plans import DEFAULT_TENANT
+from memorysync_local._storage_errors import StorageError
 from memorysync_local._users import (
     export_user,
     forget_user,
@@ -72,7 +73,11 @@ def run_data_command(args: argparse.Namespace, out: TextIO | None = None) -> int
     if args.db != ":memory:" and not os.path.exists(args.db):
         print(f"memorysync-local: no database at {args.db!r}", file=sys.stderr)
         return 2
-    db = Database(args.db)
+    try:
+        db = Database(args.db)
+    except StorageError as exc:
+        print(f"memorysync-local: {exc}", file=sys.stderr)
+        return 2
     try:
         return _run(db, args, out)
     finally:
@@ -143,8 +148,7 @@ def _export(db: Database, args: argparse.Namespace, out: TextIO) -> int:
     data = export_user(db, args.tenant, args.user, progress=progress)
     text = json.dumps(data, ensure_ascii=False, indent=2)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+        write_private(args.output, text + "\n")
         summary = {
             "file": args.output,
             "memories": len(data["memories"]),
@@ -206,3 +210,15 @@ def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], width: int = 
     if not rows:
         lines.append("(none)")
     return "\n".join(lines)
+
+
+def write_private(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner alone (0600), whatever the umask.
+
+    An export holds a user's memories and transcripts: as private as the database.
+    A file already there is truncated and made 0600 before anything is written to it.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(fd, 0o600)
+        handle.write(text)

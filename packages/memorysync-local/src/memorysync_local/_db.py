@@ -5,6 +5,10 @@ WAL lets readers run beside the single writer, and writers serialise on
 ``BEGIN IMMEDIATE`` with a busy timeout. ``:memory:`` is one private database
 per :class:`Database`, so it gets exactly one connection that requests take in
 turn (a pool of one), which is correct from any thread or event loop.
+
+SQLite's failures leave this module as the storage-neutral errors of
+``_storage_errors`` (busy, unwritable, corrupt); a file that cannot be opened and
+migrated stops the server from starting, with an error naming the file.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 from memorysync_local._backfill import backfill_stems
 from memorysync_local._stemming import index_text, owner_token
+from memorysync_local._storage_errors import refused_file, storage_errors
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
 SCHEMA_VERSION = 6
@@ -201,8 +206,12 @@ class Database:
         self._closed = False
         if not self._memory:
             _create_private(path)
-        first = self._open()
-        self._migrate(first)
+        try:
+            first = self._open()
+            self._migrate(first)
+        except sqlite3.Error as exc:
+            self.close()
+            raise refused_file(path, exc) from exc
         self._pool.put(first)
 
     @property
@@ -248,9 +257,11 @@ class Database:
             conn = self._pool.get_nowait()
         except queue.Empty:
             # One connection for :memory: (it is the database); grow the pool for files.
-            conn = self._pool.get() if self._memory else self._open()
+            with storage_errors():
+                conn = self._pool.get() if self._memory else self._open()
         try:
-            yield conn
+            with storage_errors():
+                yield conn
         finally:
             if conn.in_transaction:
                 conn.rollback()

@@ -8,7 +8,6 @@ which shows only the message still learns which field was wrong.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from memorysync_local._storage_errors import StorageBusy, StorageCorrupt, StorageUnwritable
 from memorysync_local._store import QuotaExceeded
 
 logger = logging.getLogger("memorysync.local")
@@ -73,12 +73,24 @@ async def _quota_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _database_busy(request: Request, exc: Exception) -> JSONResponse:
-    logger.warning("database error on %s: %s", request.url.path, exc.__class__.__name__)
+async def _storage_busy(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StorageBusy)
+    logger.warning("database busy on %s: %s", request.url.path, exc.detail)
     return JSONResponse(
-        {"error": {"message": "the database is busy; retry shortly", "retry_after": 1}},
+        {"error": {"message": exc.message, "type": "storage_busy", "retry_after": 1}},
         status_code=503,
         headers={"Retry-After": "1"},
+    )
+
+
+async def _storage_failed(request: Request, exc: Exception) -> JSONResponse:
+    # Full, read-only, failing or damaged storage lasts until an operator acts: a
+    # distinct 507 with no retry hint, and SQLite's own words in the log.
+    assert isinstance(exc, (StorageUnwritable, StorageCorrupt))
+    kind = exc.reason if isinstance(exc, StorageUnwritable) else "corrupt"
+    logger.error("storage failure on %s (%s): %s", request.url.path, kind, exc.detail)
+    return JSONResponse(
+        {"error": {"message": exc.message, "type": f"storage_{kind}"}}, status_code=507
     )
 
 
@@ -86,4 +98,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(QuotaExceeded, _quota_error)
-    app.add_exception_handler(sqlite3.OperationalError, _database_busy)
+    app.add_exception_handler(StorageBusy, _storage_busy)
+    app.add_exception_handler(StorageUnwritable, _storage_failed)
+    app.add_exception_handler(StorageCorrupt, _storage_failed)

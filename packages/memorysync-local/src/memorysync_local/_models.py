@@ -250,7 +250,7 @@ class ErrorAnswer(BaseModel):
 
 
 class RetryError(BaseModel):
-    """The ``error`` object of a 429 or 503 answer."""
+    """The ``error`` object of a 429, 503 or 507 answer (a 507 has no ``retry_after``)."""
 
     message: str
     type: str | None = None
@@ -258,7 +258,7 @@ class RetryError(BaseModel):
 
 
 class RetryAnswer(BaseModel):
-    """A 429 (quota) or 503 (database busy) answer, with a retry hint."""
+    """A 429 (quota) or 503 (database busy) answer with a retry hint, or a 507."""
 
     error: RetryError
     retry_after: float | None = None
@@ -280,4 +280,5 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     422: _answer(ErrorAnswer, "Validation error naming the field"),
     429: _answer(RetryAnswer, "Over the plan's limit (evaluation keys)"),
     503: _answer(RetryAnswer, "The database is busy; retry shortly"),
+    507: _answer(RetryAnswer, "The storage is full, read-only or failing; not worth retrying"),
 }

@@ -115,10 +115,23 @@ class BulkAddBody(_Body):
 def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
     """Register the official client's ``/memory/...`` routes and the 501 answers."""
     ensure_revisions(store.db)
-    # First, so that GET /memory/ontology is not read as GET /memory/{memory_id}.
+
+    async def caller(x_api_key: Annotated[str | None, Header()] = None) -> Caller:
+        found = keys.lookup(x_api_key) if x_api_key and x_api_key.strip() else None
+        if found is None:
+            raise HTTPException(401, "missing or unknown X-API-Key header")
+        return found
+
+    # First, so that GET /memory/ontology is not read as GET /memory/{memory_id}. The key
+    # is checked first: a caller without one learns nothing about what is served.
+    keyed = [Depends(caller)]
     for method, path, name in UNSUPPORTED:
         app.add_api_route(
-            path, _unsupported(method, path, name), methods=[method], include_in_schema=False
+            path,
+            _unsupported(method, path, name),
+            methods=[method],
+            include_in_schema=False,
+            dependencies=keyed,
         )
     for prefix in UNSUPPORTED_PREFIXES:
         app.add_api_route(
@@ -126,13 +139,8 @@ def add_compat_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
             _unsupported("*", prefix + "/...", "connector namespaces"),
             methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             include_in_schema=False,
+            dependencies=keyed,
         )
-
-    async def caller(x_api_key: Annotated[str | None, Header()] = None) -> Caller:
-        found = keys.lookup(x_api_key) if x_api_key and x_api_key.strip() else None
-        if found is None:
-            raise HTTPException(401, "missing or unknown X-API-Key header")
-        return found
 
     async def end_user(
         x_end_user_id: Annotated[str | None, Header()] = None,

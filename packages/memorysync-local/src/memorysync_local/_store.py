@@ -435,13 +435,9 @@ class Store:
         )
         with self._write() as conn:
             if client_ref is not None:
-                row = conn.execute(
-                    "SELECT memory_ids FROM client_refs WHERE tenant_id = ? AND user_id = ? "
-                    "AND client_ref = ?",
-                    (tenant, user_id, client_ref),
-                ).fetchone()
-                if row is not None:
-                    return _skipped("already_ingested", json.loads(row["memory_ids"]))
+                earlier = _claimed_ref(conn, tenant, user_id, client_ref)
+                if earlier is not None:
+                    return _skipped("already_ingested", earlier)
             meter = self._meter(conn, caller)
             ids: list[int] = []
             repeated: list[int] = []
@@ -831,6 +827,30 @@ def _new_facts(
         elif (found := known[key]) is not None and found not in repeated:
             repeated.append(found)
     return fresh, repeated
+
+
+def _claimed_ref(
+    conn: sqlite3.Connection, tenant: str, user_id: str, client_ref: str
+) -> list[int] | None:
+    """The memory ids an earlier add with ``client_ref`` stored, or None when it is free.
+
+    A ref whose memories were all deleted since is free again (and forgotten): the
+    same add then stores its text anew, as an import of a deleted memory expects.
+    """
+    row = conn.execute(
+        "SELECT memory_ids FROM client_refs WHERE tenant_id = ? AND user_id = ? AND client_ref = ?",
+        (tenant, user_id, client_ref),
+    ).fetchone()
+    if row is None:
+        return None
+    ids: list[int] = json.loads(row["memory_ids"])
+    if not ids or _fetch_memories(conn, ids):
+        return ids
+    conn.execute(
+        "DELETE FROM client_refs WHERE tenant_id = ? AND user_id = ? AND client_ref = ?",
+        (tenant, user_id, client_ref),
+    )
+    return None
 
 
 def _skipped(reason: str, ids: list[int]) -> dict[str, Any]:

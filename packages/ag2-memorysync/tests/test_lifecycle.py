@@ -152,11 +152,11 @@ def test_a_forked_child_gets_its_own_background_loop(fake_server):
 b = bot()
 memory.add_to_agent(b)
 person().initiate_chat(b, message="Said by the parent.", max_turns=1, silent=True)
-assert memory.flush(5).all_delivered
+assert memory.flush(30).all_delivered
 pid = os.fork()
 if pid == 0:
     person().initiate_chat(b, message="Said by the child.", max_turns=1, silent=True)
-    os._exit(0 if memory.flush(5).all_delivered else 3)
+    os._exit(0 if memory.flush(30).all_delivered else 3)
 _, status = os.waitpid(pid, 0)
 print("child", os.waitstatus_to_exitcode(status))
 """

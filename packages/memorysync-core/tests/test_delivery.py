@@ -42,7 +42,7 @@ def queue_for(memory: UserMemory, **kwargs: object) -> DeliveryQueue:
         await memory.api.append_history(
             user_id=memory.user_id,
             session_id=memory.scope,
-            turns=[t.history_item() for t in turns],
+            turns=[item for t in turns for item in t.history_items()],
             source=memory.surface,
         )
 

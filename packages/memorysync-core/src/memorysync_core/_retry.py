@@ -90,7 +90,7 @@ async def call_with_retries(
 
     Example::
 
-        body_turns = [turn.history_item()]
+        body_turns = turn.history_items()
         await call_with_retries(
             lambda: api.append_history(user_id="alice", session_id="s", turns=body_turns),
             RetryPolicy(),

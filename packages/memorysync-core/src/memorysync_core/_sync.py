@@ -197,7 +197,9 @@ class SyncUserMemory:
         """
         if self._closed:
             raise RuntimeError("this memory is closed")
-        turn = CapturedTurn.capture(role, text, scope=self._scope, name=name)
+        turn = CapturedTurn.capture(
+            role, text, scope=self._scope, name=name, user_id=self._settings.user_id
+        )
         if not turn.text:
             return None
         with self._close_lock:

@@ -121,16 +121,20 @@ class AdapterKit:
         return self.report()
 
     async def aclose(self, timeout: float | None = 10.0) -> DeliveryReport:
-        """Deliver what is queued (up to ``timeout``), release the connection; the report.
+        """Deliver what is queued (up to ``timeout``), release the connection.
 
+        Returns the report of the turns submitted since the previous ``aclose`` (an
+        empty one when there were none); :meth:`report` keeps counting every turn.
         Idempotent; the kit stays usable (a later ``submit`` starts a new queue).
         """
         queue, self._queue = self._queue, None
+        report = DeliveryReport()
         if queue is not None:
-            self._closed = _sum(self._closed, await queue.aclose(timeout))
+            report = await queue.aclose(timeout)
+            self._closed = _sum(self._closed, report)
         untrack(self)
         await self.home.aclose()
-        return self._closed
+        return report
 
     def _flush_at_exit(self, timeout: float) -> int:
         # The application's loop has ended: deliver on a fresh one, within the deadline.

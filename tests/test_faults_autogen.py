@@ -314,7 +314,8 @@ async def test_capture_exchange_with_a_wrong_key_leaves_the_run_unbroken_and_rep
     assert any("AuthError" in reason for reason in report.reasons)
     assert stored_history(proxied_local, proxied_local.tenant_id, "alice") == []
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1 and "API key" in errors[0].getMessage()  # said once, clearly
+    assert len(errors) == 1  # said once...
+    assert "API key" in errors[0].getMessage()  # ...clearly
 
 
 async def test_capture_exchange_through_a_500_outage_is_delivered_once_afterwards(

@@ -12,7 +12,7 @@ import respx
 from autogen_core.memory import MemoryContent, MemoryMimeType
 
 from memorysync_core import __version__ as core_version
-from memorysync_core import assistant_turn_seed, fnv1a64, user_turn_seed
+from memorysync_core.adapters import assistant_turn_seed, fnv1a64, user_turn_seed
 from memorysync_core.errors import RateLimitError, ServerError, ValidationError
 
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -355,7 +355,7 @@ async def test_save_memory_tool_sends_a_deterministic_client_ref_and_reports_the
     from autogen_core import CancellationToken
 
     from autogen_memorysync import create_memory_tools
-    from memorysync_core import fnv1a64
+    from memorysync_core.adapters import fnv1a64
 
     route = server.post("/memory/add")
     route.side_effect = [

@@ -11,8 +11,6 @@ import pytest
 from memorysync_core import (
     APIConnectionError,
     AuthError,
-    CapturedTurn,
-    DeliveryQueue,
     DeliveryReport,
     MemorySyncAPI,
     NotFoundError,
@@ -22,8 +20,8 @@ from memorysync_core import (
     ServerError,
     UserMemory,
     ValidationError,
-    call_with_retries,
 )
+from memorysync_core.adapters import CapturedTurn, DeliveryQueue, call_with_retries
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY, FAST_RETRY

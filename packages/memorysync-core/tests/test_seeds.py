@@ -10,7 +10,8 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from memorysync_core import (
+from memorysync_core._turns import iso_from_micros
+from memorysync_core.adapters import (
     MAX_TEXT_CHARS,
     CapturedTurn,
     assistant_turn_seed,
@@ -19,7 +20,6 @@ from memorysync_core import (
     truncate_text,
     user_turn_seed,
 )
-from memorysync_core._turns import iso_from_micros
 
 
 @pytest.mark.parametrize(

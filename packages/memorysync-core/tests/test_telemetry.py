@@ -11,8 +11,6 @@ import pytest
 
 from memorysync_core import (
     AdapterSettings,
-    CapturedTurn,
-    DeliveryQueue,
     MemorySyncAPI,
     RetryPolicy,
     SyncUserMemory,
@@ -20,6 +18,7 @@ from memorysync_core import (
     configure_telemetry,
 )
 from memorysync_core import _telemetry as telemetry
+from memorysync_core.adapters import CapturedTurn, DeliveryQueue
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY

@@ -30,9 +30,8 @@ from memorysync_core import (
     RecallResult,
     SaveOutcome,
     UserMemory,
-    UsersDataMethods,
 )
-from memorysync_core.adapters import AdapterKit
+from memorysync_core.adapters import AdapterKit, UsersDataMethods
 
 from ._config import MemorySyncMemoryConfig
 from ._injection import (

@@ -9,7 +9,8 @@ the reports, the errors). A framework adapter is built from these:
 - :class:`CapturedTurn` and :class:`DeliveryQueue`: a captured turn with its fixed
   retry identity, and the queue that delivers turns in order with retries;
 - the idempotency seeds of the contract and the capture ids;
-- :class:`RetryPolicy` and :func:`call_with_retries` for explicit calls;
+- :func:`call_with_retries` for explicit calls (with the application's
+  :class:`~memorysync_core.RetryPolicy`);
 - the texts of the ``search_memory`` / ``save_memory`` tools;
 - the users'-data mixins that give an adapter ``list_memories``, ``export``, ...
 
@@ -29,7 +30,7 @@ from ._adapter import check_clear_scope
 from ._delivery import DeliveryQueue
 from ._kit import AdapterKit
 from ._recall import recall_within_budget
-from ._retry import RetryPolicy, call_with_retries
+from ._retry import call_with_retries
 from ._seeds import (
     MAX_TEXT_CHARS,
     assistant_turn_seed,
@@ -50,7 +51,6 @@ __all__ = [
     "AdapterKit",
     "CapturedTurn",
     "DeliveryQueue",
-    "RetryPolicy",
     "SyncUsersDataMethods",
     "ToolTexts",
     "TurnPart",

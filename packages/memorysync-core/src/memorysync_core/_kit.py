@@ -14,11 +14,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ._adapter import AdapterSettings
 from ._background import track, untrack
+from ._config import resolve_outbox
 from ._delivery import DeliveryQueue, DeliveryReport
+from ._errors import AuthError, MemorySyncError, ValidationError
+from ._outbox import MAX_OUTBOX_TURNS, Outbox, keys_of
+from ._retry import RetryPolicy
 from ._turns import CapturedTurn
 from ._user_memory import UserMemory
 
@@ -31,7 +36,10 @@ class AdapterKit:
     ``memory_for`` gives the core :class:`UserMemory` of any session and user over the
     one connection; ``submit`` queues captured turns and never raises; ``report``,
     ``flush`` and ``aclose`` say what became of them. With ``transcript=False`` in
-    the settings only the user's turns are sent, to fact extraction.
+    the settings only the user's turns are sent, to fact extraction. With an
+    ``outbox`` (the setting or ``MEMORYSYNC_OUTBOX``) every queued turn is also kept in
+    that SQLite file until the server has it, and the turns an earlier process left
+    there are delivered first (see :mod:`memorysync_core._outbox`).
 
     Example::
 
@@ -48,6 +56,8 @@ class AdapterKit:
         self.home = settings.open()  # validates the user, the session and the key
         self._prefix = settings.surface + "::"
         self._queue: DeliveryQueue | None = None
+        self._policy = RetryPolicy()
+        self.outbox = _open_outbox(settings, self.home)
         self._closed = DeliveryReport()  # what queues closed earlier ended with
 
     def memory_for(self, session_id: str | None = None, user_id: str | None = None) -> UserMemory:
@@ -77,29 +87,76 @@ class AdapterKit:
         """
         queued = 0
         try:
-            queue = self._queue
-            if queue is None:
-                queue = self._queue = DeliveryQueue(self._deliver)
-                track(self)  # again after an aclose(): the kit stays usable
+            queue = self._ensure_queue()
             for turn in turns:
                 if turn.text:
+                    self._keep(turn)
                     queued += queue.submit(turn)
         except Exception as exc:  # the hot path: log, never raise into the turn
             _logger.warning("capture skipped (%s: %s)", type(exc).__name__, exc)
         return queued
+
+    def _ensure_queue(self) -> DeliveryQueue:
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = DeliveryQueue(self._deliver, policy=self._policy)
+            track(self)  # again after an aclose(): the kit stays usable
+            if self.outbox is not None:
+                # What an earlier process left (or this one released) goes first.
+                for turn in self.outbox.take_over():
+                    queue.submit(turn)
+        return queue
+
+    def _keep(self, turn: CapturedTurn) -> None:
+        outbox = self.outbox
+        if outbox is None:
+            return
+        try:
+            kept = outbox.keep(turn)
+        except sqlite3.Error as exc:
+            _logger.warning("outbox write failed (%s): a turn is kept in memory only", exc)
+            return
+        if not kept:
+            _logger.warning(
+                "outbox %s is full (%s turns): a new %s turn is kept in memory only "
+                "(%s so far); it is lost if the process ends before delivering it",
+                outbox.path,
+                MAX_OUTBOX_TURNS,
+                turn.role,
+                outbox.overflowed,
+            )
 
     async def _deliver(self, batch: Sequence[CapturedTurn]) -> None:
         # A batch may span users and sessions: each goes to its own transcript.
         def key(turn: CapturedTurn) -> tuple[str | None, str]:
             return turn.user_id, turn.scope
 
+        if self.outbox is not None:
+            self.outbox.renew()  # still delivering: nobody else takes these rows
         for (user_id, scope), group in itertools.groupby(batch, key=key):
             memory = self.memory_for(scope.removeprefix(self._prefix), user_id)
             turns = list(group)
-            if self.settings.transcript:
-                await memory.record_turns(turns, extract=True)
-            else:
-                await memory.extract_turns(turns)
+            try:
+                if self.settings.transcript:
+                    await memory.record_turns(turns, extract=True)
+                else:
+                    await memory.extract_turns(turns)
+            except MemorySyncError as exc:
+                if self._refused_for_good(exc, len(batch)):
+                    self._forget(turns)
+                raise
+            self._forget(turns)
+
+    def _refused_for_good(self, exc: MemorySyncError, size: int) -> bool:
+        # A wrong key stays in the outbox: a later start with the right key delivers it.
+        # A refused batch of several is split and retried by the queue.
+        if self._policy.is_retryable(exc) or isinstance(exc, AuthError):
+            return False
+        return not (isinstance(exc, ValidationError) and size > 1)
+
+    def _forget(self, turns: Sequence[CapturedTurn]) -> None:
+        if self.outbox is not None:
+            self.outbox.done(keys_of(turns))
 
     # ------------------------------------------------------------------ outcome
 
@@ -115,9 +172,12 @@ class AdapterKit:
         return _sum(self._closed, self._queue.report())
 
     async def flush(self, timeout: float | None = 10.0) -> DeliveryReport:
-        """Wait until every queued turn is delivered or refused (or ``timeout`` passes)."""
-        if self._queue is not None:
-            await self._queue.flush(timeout)
+        """Wait until every queued turn is delivered or refused (or ``timeout`` passes).
+
+        With an outbox, the turns an earlier process left in it are queued first.
+        """
+        if self._queue is not None or self.outbox is not None:
+            await self._ensure_queue().flush(timeout)
         return self.report()
 
     async def aclose(self, timeout: float | None = 10.0) -> DeliveryReport:
@@ -132,6 +192,8 @@ class AdapterKit:
         if queue is not None:
             report = await queue.aclose(timeout)
             self._closed = _sum(self._closed, report)
+        if self.outbox is not None:
+            self.outbox.release()  # what is left there: the next start delivers it
         untrack(self)
         await self.home.aclose()
         return report
@@ -157,3 +219,18 @@ def _sum(first: DeliveryReport, second: DeliveryReport) -> DeliveryReport:
         pending=first.pending + second.pending,
         reasons=tuple(dict.fromkeys(first.reasons + second.reasons)),
     )
+
+
+def _open_outbox(settings: AdapterSettings, home: UserMemory) -> Outbox | None:
+    """The outbox of ``settings`` (or ``MEMORYSYNC_OUTBOX``), None when there is none."""
+    path = resolve_outbox(settings.outbox)
+    if path is None:
+        return None
+    api = home.api
+    destination = "|".join(
+        (api.base_url, api.project_id or "", settings.tenant_id or "", settings.surface)
+    )
+    try:
+        return Outbox(path, destination=destination)
+    except (OSError, sqlite3.Error) as exc:
+        raise ValueError(f"outbox {path!r} cannot be opened as a SQLite file: {exc}") from exc

@@ -29,9 +29,7 @@ EVERY_SETTING: dict[str, Any] = {
     "transcript": False,
 }
 # The outbox is a file: test_every_async_adapter_keeps_its_turns_in_the_outbox gives one.
-assert set(EVERY_SETTING) | {"api_key", "base_url", "transport", "outbox"} == set(
-    SETTING_DEFAULTS
-)
+assert set(EVERY_SETTING) | {"api_key", "base_url", "transport", "outbox"} == set(SETTING_DEFAULTS)
 
 ADAPTERS: dict[str, Callable[..., Any]] = {
     "autogen": MemorySyncMemory,

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from memorysync_core import AdapterSettings
-from memorysync_core.adapters import AdapterKit, CapturedTurn
 from memorysync_core._outbox import Outbox
+from memorysync_core.adapters import AdapterKit, CapturedTurn
 from shared.local_server import stored_history
 
 CHILD = Path(__file__).with_name("outbox_child.py")
@@ -177,14 +177,16 @@ async def test_a_full_outbox_keeps_new_turns_in_memory_with_a_warning_and_a_coun
     turns = [kit.home.capture("user", f"Fact number {n}.") for n in range(3)]
     assert kit.submit(turns) == 3  # all queued in memory...
     assert kit.outbox.overflowed == 1  # ...the third not on disk
-    assert "outbox" in caplog.text and "is full" in caplog.text
+    full = [r for r in caplog.records if "is full" in r.getMessage()]
+    assert [r.levelname for r in full] == ["WARNING"]
+    assert "(1 so far)" in full[0].getMessage()
     assert (await kit.aclose()).delivered == 3
 
 
 def test_a_bad_outbox_path_is_a_value_error_naming_it(local_server: Any, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    with pytest.raises(ValueError, match="outbox .*a-file/outbox.db"):
+    with pytest.raises(ValueError, match=r"outbox .*a-file/outbox\.db"):
         _kit(local_server, blocker / "outbox.db")
 
 

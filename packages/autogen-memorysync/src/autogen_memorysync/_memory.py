@@ -285,6 +285,9 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
             result = await agent.run(task=user_text)
             memory.capture_exchange(user_text, result.messages[-1].content)
         """
+        if not isinstance(user_text, str) or not user_text.strip():
+            logger.warning("capture skipped: user_text must be non-empty text")
+            return False
         try:
             turns = [self._memory.capture("user", user_text, turn_id=turn_id)]
             if isinstance(assistant_text, str) and assistant_text.strip():

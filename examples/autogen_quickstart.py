@@ -7,8 +7,9 @@ process, and the model is scripted (``ReplayChatCompletionClient``). With
 
     python examples/autogen_quickstart.py
 
-Session one: the user mentions durable facts; ``add_turn_pair`` records the exchange
-and the server extracts the facts. Session two is a fresh agent and a fresh memory in
+Session one: the user mentions durable facts; ``capture_exchange`` queues the exchange
+(delivered in the background; it never raises, even with the server down) and the
+server extracts the facts. Session two is a fresh agent and a fresh memory in
 another session: before the model call, the memory recalls what is relevant to the new
 question and shows it to the model; the script prints what was recalled.
 """
@@ -63,9 +64,9 @@ async def chat(
         elif isinstance(item, TaskResult):
             reply = str(item.messages[-1].content)
     print(f"[{session_id}] assistant: {reply}")
-    # AutoGen never stores turns itself: record the exchange in one call.
-    await memory.add_turn_pair(task, reply)
-    await memory.close()
+    # AutoGen never stores turns itself: queue the exchange (never raises, never waits).
+    memory.capture_exchange(task, reply)
+    await memory.close()  # delivers what is queued; memory.report() says what became of it
     await client.close()
     return reply
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -263,3 +264,79 @@ async def test_turns_survive_a_three_second_outage_and_are_stored_exactly_once(
     assert {text: len(keys) for text, keys in keys_by_text.items()} == {QUESTION: 1, ANSWER: 1}
     assert {r["idempotency_key"] for r in rows} == set().union(*keys_by_text.values())
     assert all(key.endswith(f":{turn_id}") for key in keys_by_text[QUESTION])
+
+
+# --------------------------------------------------------------------------- queued capture
+
+
+def _closed_port_url() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+async def _run_and_capture(memory: MemorySyncMemory) -> str:
+    """One real AssistantAgent run, then the quick start's queued capture of it."""
+    client = ReplayChatCompletionClient([ANSWER])
+    agent = AssistantAgent("assistant", model_client=client, memory=[memory])
+    result = await agent.run(task=QUESTION)
+    reply = result.messages[-1].content
+    assert isinstance(reply, str)
+    assert memory.capture_exchange(QUESTION, reply) is True  # queued, never raised
+    return reply
+
+
+async def test_capture_exchange_with_the_server_down_leaves_the_run_unbroken_and_reports_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    memory = MemorySyncMemory(
+        user_id="alice",
+        session_id="faults",
+        api_key=TEST_API_KEY,
+        base_url=_closed_port_url(),
+        recall_timeout=BUDGET,
+    )
+    assert await _run_and_capture(memory) == ANSWER
+    report = await memory.flush(timeout=0.5)
+    assert (report.delivered, report.refused, report.pending) == (0, 0, 2)
+    assert not report.all_delivered
+    await memory.close(timeout=0.1)
+    assert memory.report().pending == 2  # still told truthfully after close
+    assert any("undelivered" in r.getMessage() for r in _warnings(caplog))
+
+
+async def test_capture_exchange_with_a_wrong_key_leaves_the_run_unbroken_and_reports_refused(
+    proxied_local: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = _memory(proxied_local, api_key="ms_wrong_key_for_this_test")
+    try:
+        assert await _run_and_capture(memory) == ANSWER
+        report = await memory.flush(timeout=10)
+    finally:
+        await memory.close(timeout=1)
+    assert (report.delivered, report.refused, report.pending) == (0, 2, 0)
+    assert any("AuthError" in reason for reason in report.reasons)
+    assert stored_history(proxied_local, proxied_local.tenant_id, "alice") == []
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1  # said once...
+    assert "API key" in errors[0].getMessage()  # ...clearly
+
+
+async def test_capture_exchange_through_a_500_outage_is_delivered_once_afterwards(
+    proxied_local: Any,
+) -> None:
+    memory = _memory(proxied_local, tenant_id=proxied_local.tenant_id)
+    end = outage(proxied_local.proxy, Fault.status(500))
+    try:
+        assert await _run_and_capture(memory) == ANSWER
+        during = await memory.flush(timeout=0.5)
+        end()
+        after = await memory.flush(timeout=30)
+    finally:
+        end()
+        await memory.close(timeout=1)
+    assert (during.delivered, during.pending) == (0, 2)
+    assert proxied_local.proxy.requests_to(APPEND)  # delivery was tried during the outage
+    assert (after.delivered, after.refused, after.pending) == (2, 0, 0)
+    rows = stored_history(proxied_local, proxied_local.tenant_id, "alice", "autogen::faults")
+    assert [(r["role"], r["content"]) for r in rows] == [("user", QUESTION), ("assistant", ANSWER)]

@@ -28,7 +28,8 @@ EVERY_SETTING: dict[str, Any] = {
     "max_context_chars": 900,
     "transcript": False,
 }
-assert set(EVERY_SETTING) | {"api_key", "base_url", "transport"} == set(SETTING_DEFAULTS)
+# The outbox is a file: test_every_async_adapter_keeps_its_turns_in_the_outbox gives one.
+assert set(EVERY_SETTING) | {"api_key", "base_url", "transport", "outbox"} == set(SETTING_DEFAULTS)
 
 ADAPTERS: dict[str, Callable[..., Any]] = {
     "autogen": MemorySyncMemory,
@@ -46,6 +47,20 @@ def server() -> Any:
 
 def connection(server: Any) -> dict[str, Any]:
     return {"api_key": server.api_key, "base_url": server.base_url, "transport": server.transport}
+
+
+@pytest.mark.parametrize("name", ["autogen", "ag2-v1", "agent-framework"])
+async def test_every_async_adapter_keeps_its_turns_in_the_outbox(
+    name: str, server: Any, tmp_path: Any
+) -> None:
+    path = str(tmp_path / "outbox.db")
+    adapter = ADAPTERS[name](user_id="alice", outbox=path, **connection(server))
+    try:
+        assert adapter.settings.outbox == path
+        assert adapter._kit.outbox is not None
+        assert adapter._kit.outbox.path.name == "outbox.db"
+    finally:
+        await _close(adapter)
 
 
 @pytest.mark.parametrize("name", ADAPTERS)

@@ -1,4 +1,4 @@
-"""Bad arguments name themselves; a long turn stores no fact from a fragment (issue 12)."""
+"""Bad arguments name themselves; a long turn is stored whole, in parts (issues 12, 23)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from autogen_core.memory import MemoryContent, MemoryMimeType
 
 from autogen_memorysync import MemorySyncMemory
-from shared.local_server import stored_memories
-from shared.long_turns import long_turn, no_fragment
+from shared.local_server import stored_history, stored_memories
+from shared.long_turns import kept_whole, long_turn, no_fragment
 
 
 @pytest.fixture
@@ -43,13 +43,21 @@ async def test_add_of_json_content_raises_and_stores_nothing(
     assert stored_memories(local_server, local_server.tenant_id, "alice") == []
 
 
-async def test_a_long_turn_stores_no_fact_from_its_fragment(
+async def test_a_long_turn_is_stored_whole_by_every_capture_path(
     memory: MemorySyncMemory, local_server: Any
 ) -> None:
-    await memory.add_turn_pair(long_turn("I live in Lisbon."), "Noted.")
+    said, queued = long_turn("I live in Lisbon."), long_turn("I live in Lisbon, really.")
+    await memory.add_turn_pair(said, "Noted.")
+    assert memory.capture_exchange(queued, "Noted.")
+    assert (await memory.flush()).all_delivered
     await memory.add(MemoryContent(content=long_turn("I work as a nurse."), mime_type="text/plain"))
+    rows = [r for r in stored_history(local_server, local_server.tenant_id, "alice")]
+    users = [r["content"] for r in rows if r["role"] == "user"]
+    kept_whole(users[: len(users) // 2], said)
+    kept_whole(users[len(users) // 2 :], queued)
     stored = stored_memories(local_server, local_server.tenant_id, "alice")
     no_fragment([row["text"] for row in stored])
+    assert "Works as a nurse" in [row["text"] for row in stored]
 
 
 async def test_clear_erases_a_non_ascii_user_on_memorysync_local(local_server: Any) -> None:

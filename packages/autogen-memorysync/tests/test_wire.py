@@ -12,7 +12,7 @@ import respx
 from autogen_core.memory import MemoryContent, MemoryMimeType
 
 from memorysync_core import __version__ as core_version
-from memorysync_core import assistant_turn_seed, fnv1a64, user_turn_seed
+from memorysync_core.adapters import assistant_turn_seed, fnv1a64, user_turn_seed
 from memorysync_core.errors import RateLimitError, ServerError, ValidationError
 
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -86,7 +86,7 @@ async def test_add_does_not_send_non_user_turns(
     assert route.call_count == 0
 
 
-async def test_add_cuts_a_long_text_at_a_sentence_end_and_keeps_the_contract_seed(
+async def test_add_sends_a_long_text_whole_in_parts_with_seeds_from_the_contract_seed(
     server: respx.MockRouter, make_memory: Any
 ) -> None:
     route = server.post("/v1/memory/add_turn").respond(json=ADD_TURN_OK)
@@ -94,9 +94,14 @@ async def test_add_cuts_a_long_text_at_a_sentence_end_and_keeps_the_contract_see
 
     await make_memory().add(MemoryContent(content=text, mime_type=MemoryMimeType.TEXT))
 
-    body = _body(route.calls.last.request)
-    assert body["text"] == ("I like trains. " * 1066).strip()  # 15,989 characters
-    assert body["speaker"].endswith("#h" + fnv1a64("human:" + text.strip()[:16_000]))
+    bodies = [_body(call.request) for call in route.calls]
+    assert [b["text"] for b in bodies] == [
+        ("I like trains. " * 1066).strip(),  # 15,989 characters, cut at a sentence end
+        ("I like trains. " * 934).strip(),
+    ]
+    seed = "#h" + fnv1a64("human:" + text.strip()[:16_000])
+    assert [b["speaker"].rsplit("#", 1)[1] for b in bodies] == [seed[1:] + "~p1", seed[1:] + "~p2"]
+    assert len({b["occurred_at"] for b in bodies}) == 1  # one turn, captured once
 
 
 async def test_add_retries_a_transient_failure_with_the_same_body_then_succeeds(
@@ -350,7 +355,7 @@ async def test_save_memory_tool_sends_a_deterministic_client_ref_and_reports_the
     from autogen_core import CancellationToken
 
     from autogen_memorysync import create_memory_tools
-    from memorysync_core import fnv1a64
+    from memorysync_core.adapters import fnv1a64
 
     route = server.post("/memory/add")
     route.side_effect = [

@@ -7,10 +7,10 @@ import pytest
 from memorysync_core import (
     DEFAULT_CONTEXT_TEMPLATE,
     SETTING_DEFAULTS,
-    TOOL_TEXTS,
     AdapterOptions,
     AdapterSettings,
 )
+from memorysync_core.adapters import TOOL_TEXTS
 
 KEY = "ms_settings_test_key_0123456789"
 

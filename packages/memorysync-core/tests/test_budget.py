@@ -9,13 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from memorysync_core import (
-    ContextRenderer,
-    MemorySyncAPI,
-    RecallResult,
-    UserMemory,
-    recall_within_budget,
-)
+from memorysync_core import ContextRenderer, MemorySyncAPI, RecallResult, UserMemory
+from memorysync_core.adapters import recall_within_budget
 from shared.fake_server import FakeServer, Fault
 from shared.timing import SLACK
 

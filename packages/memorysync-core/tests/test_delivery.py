@@ -11,8 +11,6 @@ import pytest
 from memorysync_core import (
     APIConnectionError,
     AuthError,
-    CapturedTurn,
-    DeliveryQueue,
     DeliveryReport,
     InsufficientStorageError,
     MemorySyncAPI,
@@ -23,8 +21,8 @@ from memorysync_core import (
     ServerError,
     UserMemory,
     ValidationError,
-    call_with_retries,
 )
+from memorysync_core.adapters import CapturedTurn, DeliveryQueue, call_with_retries
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY, FAST_RETRY
@@ -43,7 +41,7 @@ def queue_for(memory: UserMemory, **kwargs: object) -> DeliveryQueue:
         await memory.api.append_history(
             user_id=memory.user_id,
             session_id=memory.scope,
-            turns=[t.history_item() for t in turns],
+            turns=[item for t in turns for item in t.history_items()],
             source=memory.surface,
         )
 

@@ -5,15 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from memorysync_core import (
-    CapturedTurn,
-    DeliveryQueue,
-    DeliveryReport,
-    MemorySyncAPI,
-    RetryPolicy,
-    ServerError,
-    UserMemory,
-)
+from memorysync_core import DeliveryReport, MemorySyncAPI, RetryPolicy, ServerError, UserMemory
+from memorysync_core.adapters import CapturedTurn, DeliveryQueue
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY, FAST_RETRY

@@ -8,29 +8,27 @@ import sys
 from importlib.metadata import version
 
 import memorysync_core
-from memorysync_core import errors
+from memorysync_core import adapters, errors
 
+# The application's surface (issue 23, item 6: 50 names before, 34 now).
 EXPECTED = {
-    "AdapterOptions",
-    "AdapterSettings",
+    "DEFAULT_CONTEXT_TEMPLATE",
+    "EXPORT_SCHEMA",
     "SETTING_DEFAULTS",
-    "TOOL_TEXTS",
-    "ToolTexts",
-    "ClearScope",
-    "check_clear_scope",
-    "configure_telemetry",
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
+    "AdapterOptions",
+    "AdapterSettings",
     "AuthError",
     "InsufficientStorageError",
-    "CapturedTurn",
     "ClearResult",
+    "ClearScope",
     "ContextRenderer",
-    "DEFAULT_CONTEXT_TEMPLATE",
-    "DeliveryQueue",
     "DeliveryReport",
-    "MAX_TEXT_CHARS",
+    "ForgetReport",
+    "ImportReport",
+    "MemoryPage",
     "MemorySyncAPI",
     "MemorySyncError",
     "NotFoundError",
@@ -42,25 +40,35 @@ EXPECTED = {
     "SaveOutcome",
     "ServerError",
     "SyncUserMemory",
-    "SyncUsersDataMethods",
     "UnsupportedError",
     "UnsupportedUserIdError",
     "UserMemory",
-    "UsersDataMethods",
-    "EXPORT_SCHEMA",
-    "ForgetReport",
-    "ImportReport",
     "ImportSkip",
-    "MemoryPage",
     "ValidationError",
     "__version__",
+    "configure_telemetry",
+    "errors",
+}
+
+# What only adapter authors need: ``memorysync_core.adapters``.
+EXPECTED_ADAPTERS = {
+    "MAX_TEXT_CHARS",
+    "TOOL_TEXTS",
+    "AdapterKit",
+    "CapturedTurn",
+    "DeliveryQueue",
+    "SyncUsersDataMethods",
+    "ToolTexts",
+    "TurnPart",
+    "UsersDataMethods",
     "assistant_turn_seed",
     "call_with_retries",
-    "errors",
+    "check_clear_scope",
     "fnv1a64",
     "new_capture_id",
     "recall_within_budget",
     "sendable_text",
+    "split_text",
     "truncate_text",
     "user_turn_seed",
 }
@@ -68,12 +76,21 @@ EXPECTED = {
 
 def test_all_is_exactly_the_public_surface() -> None:
     assert set(memorysync_core.__all__) == EXPECTED
-    assert len(memorysync_core.__all__) == len(EXPECTED)
+    assert len(memorysync_core.__all__) == len(EXPECTED) == 34
     public = {name for name in vars(memorysync_core) if not name.startswith("_")}
-    modules = {"errors"}  # the only public submodule
-    assert public - {"annotations"} == (EXPECTED - {"__version__"}) | modules
+    modules = {"errors", "adapters"}  # the public submodules (adapters once imported)
+    assert public - {"annotations"} - modules == EXPECTED - {"__version__", "errors"}
     for name in memorysync_core.__all__:
         assert getattr(memorysync_core, name) is not None
+
+
+def test_the_adapters_module_is_exactly_the_adapter_authors_surface() -> None:
+    assert set(adapters.__all__) == EXPECTED_ADAPTERS
+    assert len(adapters.__all__) == len(EXPECTED_ADAPTERS)
+    public = {name for name in vars(adapters) if not name.startswith("_")}
+    assert public - {"annotations"} == EXPECTED_ADAPTERS
+    assert not EXPECTED_ADAPTERS & EXPECTED  # one home for each name
+    assert "adapter" in (adapters.__doc__ or "")
 
 
 def test_errors_module_exposes_the_same_classes_as_the_package() -> None:

@@ -10,7 +10,8 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from memorysync_core import (
+from memorysync_core._turns import iso_from_micros
+from memorysync_core.adapters import (
     MAX_TEXT_CHARS,
     CapturedTurn,
     assistant_turn_seed,
@@ -19,7 +20,6 @@ from memorysync_core import (
     truncate_text,
     user_turn_seed,
 )
-from memorysync_core._turns import iso_from_micros
 
 
 @pytest.mark.parametrize(
@@ -123,13 +123,15 @@ def test_captured_turn_fixes_seed_capture_id_and_time_once() -> None:
     assert turn.seed == "human@autogen::s1#h041ad25ce2132a2f"
     assert turn.idempotency_key == f"{turn.seed}:{turn.capture_id}"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", turn.occurred_at)
-    assert turn.history_item() == {
-        "role": "user",
-        "content": "I prefer window seats.",
-        "occurred_at": turn.occurred_at,
-        "idempotency_key": turn.idempotency_key,
-        "seq": turn.seq,
-    }
+    assert turn.history_items() == [
+        {
+            "role": "user",
+            "content": "I prefer window seats.",
+            "occurred_at": turn.occurred_at,
+            "idempotency_key": turn.idempotency_key,
+            "seq": turn.seq,
+        }
+    ]
     with pytest.raises(FrozenInstanceError):
         turn.capture_id = "other"  # type: ignore[misc]
 
@@ -146,7 +148,7 @@ def test_a_genuine_repeat_gets_a_new_key_and_a_given_turn_id_is_reused() -> None
 
 def test_history_item_carries_the_speaker_name_as_payload() -> None:
     turn = CapturedTurn.capture("assistant", "Hi", scope="ag2::s", name="planner")
-    assert turn.history_item()["payload"] == {"name": "planner"}
+    assert turn.history_items()[0]["payload"] == {"name": "planner"}
 
 
 def test_capture_rejects_unknown_roles_and_blank_scope() -> None:
@@ -191,7 +193,7 @@ def test_seq_is_shared_by_every_scope_and_thread_of_the_process() -> None:
 
 def test_a_retry_resends_the_same_seq_and_a_genuine_repeat_gets_a_new_one() -> None:
     turn = CapturedTurn.capture("user", "I live in Porto.", scope="ag2::s")
-    assert turn.history_item() == turn.history_item()  # what every retry sends
+    assert turn.history_items() == turn.history_items()  # what every retry sends
     again = CapturedTurn.capture("user", "I live in Porto.", scope="ag2::s")
     assert (again.seq or 0) > (turn.seq or 0) > 0
     assert again.idempotency_key != turn.idempotency_key

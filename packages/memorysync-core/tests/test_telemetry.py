@@ -11,8 +11,6 @@ import pytest
 
 from memorysync_core import (
     AdapterSettings,
-    CapturedTurn,
-    DeliveryQueue,
     MemorySyncAPI,
     RetryPolicy,
     SyncUserMemory,
@@ -20,6 +18,7 @@ from memorysync_core import (
     configure_telemetry,
 )
 from memorysync_core import _telemetry as telemetry
+from memorysync_core.adapters import CapturedTurn, DeliveryQueue
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY
@@ -106,7 +105,7 @@ async def test_a_delivered_batch_is_a_span_with_its_retries_as_events_and_counts
     fake_server.script("/v1/history/append", [Fault.status(503), Fault.status(503)])
 
     async def deliver(turns: Any) -> None:  # one attempt each: the queue retries
-        items = [turn.history_item() for turn in turns]
+        items = [item for turn in turns for item in turn.history_items()]
         await api.append_history(user_id=USER, session_id="ag2::s", turns=items, source="ag2")
 
     policy = RetryPolicy(attempts=5, base_delay=0.0, max_delay=0.0, jitter=0.0)

@@ -6,13 +6,8 @@ from typing import Any
 
 import pytest
 
-from memorysync_core import (
-    MemorySyncAPI,
-    RetryPolicy,
-    ServerError,
-    UnsupportedError,
-    call_with_retries,
-)
+from memorysync_core import MemorySyncAPI, RetryPolicy, ServerError, UnsupportedError
+from memorysync_core.adapters import call_with_retries
 
 
 async def test_a_501_is_unsupported_and_tried_once(local_server: Any) -> None:

@@ -160,7 +160,7 @@ async def test_clear_rejects_an_unknown_scope(memory: UserMemory) -> None:
 
 
 async def test_record_turns_refuses_turns_from_another_scope(memory: UserMemory) -> None:
-    from memorysync_core import CapturedTurn
+    from memorysync_core.adapters import CapturedTurn
 
     stranger = CapturedTurn.capture("user", "x", scope="ag2::other")
     with pytest.raises(ValueError, match="ag2::other"):

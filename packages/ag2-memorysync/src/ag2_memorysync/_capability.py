@@ -22,8 +22,8 @@ from memorysync_core import (
     RecalledMemory,
     SaveOutcome,
     SyncUserMemory,
-    SyncUsersDataMethods,
 )
+from memorysync_core.adapters import SyncUsersDataMethods
 
 from ._content import utterance_text
 from ._injection import (

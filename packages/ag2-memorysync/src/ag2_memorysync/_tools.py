@@ -6,7 +6,7 @@
 import logging
 from typing import TYPE_CHECKING, Annotated, Any
 
-from memorysync_core import TOOL_TEXTS
+from memorysync_core.adapters import TOOL_TEXTS
 
 if TYPE_CHECKING:
     from ._capability import MemorySyncCapability

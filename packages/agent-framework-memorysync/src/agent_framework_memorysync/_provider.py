@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from agent_framework import AgentSession, ContextProvider, SessionContext
@@ -14,25 +12,20 @@ from typing_extensions import Unpack
 from memorysync_core import (
     AdapterOptions,
     AdapterSettings,
-    CapturedTurn,
     ClearResult,
     ClearScope,
-    DeliveryQueue,
     DeliveryReport,
     RecalledMemory,
     SaveOutcome,
     UserMemory,
-    UsersDataMethods,
-    check_clear_scope,
 )
+from memorysync_core.adapters import AdapterKit, UsersDataMethods, check_clear_scope
 
-from . import _exit
 from ._turns import latest_user_text, person_turns, reply_text
 
 logger = logging.getLogger("memorysync.agent_framework")
 
 SURFACE = "agent-framework"
-_PREFIX = SURFACE + "::"
 RUN_USER_OPTION = "memorysync_user_id"
 
 
@@ -100,9 +93,9 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
             settings=settings,
             **options,
         )
-        self._memory = self._settings.open()  # validates the user, session and key
+        self._kit = AdapterKit(self._settings)  # validates the user, session and key
+        self._memory = self._kit.home
         self._fixed_session = session_id
-        self._queue: DeliveryQueue | None = None
 
     # -- settings ----------------------------------------------------------------------
 
@@ -139,18 +132,7 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
             session_id = self._settings.session_id
         else:
             session_id = session if isinstance(session, str) else session.session_id
-        user = self._settings.user_id if user_id is None else user_id
-        if session_id == self._memory.session_id and user == self._memory.user_id:
-            return self._memory
-        return UserMemory(
-            self._memory.api,
-            user_id=user,
-            session_id=session_id,
-            surface=SURFACE,
-            top_k=self._memory.top_k,
-            recall_timeout=self._memory.recall_timeout,
-            renderer=self._memory.renderer,
-        )
+        return self._kit.memory_for(session_id, user_id)
 
     def _run_memory(self, context: SessionContext) -> UserMemory:
         # A run names its user with options={"memorysync_user_id": ...} (as in 1.1.0). It
@@ -208,22 +190,9 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
             reply = reply_text(context.response.messages) if context.response else ""
             if reply.strip():
                 turns.append(memory.capture("assistant", reply, turn_id=turn_id))
-            if self._queue is None:
-                self._queue = DeliveryQueue(self._deliver)
-                _exit.track(self)  # again, after a close()
-            for turn in turns:
-                self._queue.submit(_UserTurn(**asdict(turn), user_id=memory.user_id))
+            self._kit.submit(turns)  # each turn knows its user and session
         except Exception as exc:
             logger.warning("capture skipped (%s)", type(exc).__name__)
-
-    async def _deliver(self, batch: Sequence[CapturedTurn]) -> None:
-        # A batch may span users and sessions: each goes to its own transcript.
-        def key(turn: CapturedTurn) -> tuple[str, str]:
-            return (turn.user_id if isinstance(turn, _UserTurn) else self.user_id, turn.scope)
-
-        for (user_id, scope), group in itertools.groupby(batch, key=key):
-            memory = self.memory_for(scope[len(_PREFIX) :], user_id)
-            await memory.record_turns(list(group), extract=True)
 
     # -- explicit calls ----------------------------------------------------------------
 
@@ -276,23 +245,24 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
     @property
     def pending(self) -> int:
         """Captured turns not yet delivered (or refused)."""
-        return 0 if self._queue is None else self._queue.pending
+        return self._kit.pending
 
     async def flush(self, timeout: float | None = 10.0) -> DeliveryReport:
-        """Wait until every captured turn is delivered or refused (or ``timeout`` passes)."""
-        return DeliveryReport() if self._queue is None else await self._queue.flush(timeout)
+        """Wait until every captured turn is delivered or refused (or ``timeout`` passes).
+
+        The report counts every turn captured since the provider was made.
+        """
+        return await self._kit.flush(timeout)
 
     async def close(self, timeout: float | None = 10.0) -> DeliveryReport:
         """Deliver what is queued (up to ``timeout``), release the connection; the report.
 
         Idempotent. The provider stays usable: a later run opens a connection again and
-        must be closed again.
+        must be closed again. The report counts the turns captured since the previous
+        ``close``; what is left at interpreter exit is delivered by the core's exit
+        handler (at most 5 s).
         """
-        queue, self._queue = self._queue, None
-        report = DeliveryReport() if queue is None else await queue.aclose(timeout)
-        _exit.untrack(self)
-        await self._memory.aclose()
-        return report
+        return await self._kit.aclose(timeout)
 
     aclose = close
 
@@ -301,10 +271,3 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-
-@dataclass(frozen=True)
-class _UserTurn(CapturedTurn):
-    """A captured turn and the user it belongs to (a run may name its own user)."""
-
-    user_id: str = ""

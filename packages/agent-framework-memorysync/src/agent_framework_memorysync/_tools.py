@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from agent_framework import FunctionTool
 
-from memorysync_core import TOOL_TEXTS
+from memorysync_core.adapters import TOOL_TEXTS
 
 if TYPE_CHECKING:
     from ._provider import MemorySyncContextProvider

@@ -50,3 +50,6 @@ class MemorySyncMemoryConfig(BaseModel):
     transcript: bool = Field(
         default=True, description="add_turn_pair stores both turns in the session transcript."
     )
+    outbox: str | None = Field(
+        default=None, description="SQLite file keeping captured turns until delivered."
+    )

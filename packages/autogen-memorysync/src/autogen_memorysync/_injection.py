@@ -27,7 +27,7 @@ from typing import Any
 from autogen_core.model_context import ChatCompletionContext, ChatCompletionContextState
 from autogen_core.models import LLMMessage, UserMessage
 
-from memorysync_core import fnv1a64
+from memorysync_core.adapters import fnv1a64
 
 BLOCK_SOURCE_PREFIX = "memorysync_"
 # Also a valid OpenAI message ``name`` (the OpenAI client sends ``source`` as ``name``).

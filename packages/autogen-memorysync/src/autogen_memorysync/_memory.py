@@ -25,12 +25,13 @@ from memorysync_core import (
     AdapterOptions,
     AdapterSettings,
     ClearResult,
+    DeliveryReport,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
     UserMemory,
-    UsersDataMethods,
 )
+from memorysync_core.adapters import AdapterKit, UsersDataMethods
 
 from ._config import MemorySyncMemoryConfig
 from ._injection import (
@@ -59,7 +60,10 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
     and the recalled block replaces this memory's previous block in the model context
     (as a user message right before the question; see ``docs/autogen.md``). The
     memories come back as ``MemoryContent``, so the agent emits a ``MemoryQueryEvent``.
-    AutoGen never stores turns itself: call :meth:`add_turn_pair` after each exchange.
+    AutoGen never stores turns itself: call :meth:`capture_exchange` after each
+    exchange (queued, delivered in the background, never raises; :meth:`flush` and
+    :meth:`report` say what became of it), or await :meth:`add_turn_pair` to get the
+    server's answer or its error.
 
     Args:
         user_id: End user the memories belong to. Required unless ``settings``
@@ -84,7 +88,9 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         memory = MemorySyncMemory(user_id="customer-42", session_id="support-chat")
         agent = AssistantAgent("assistant", model_client=model_client, memory=[memory])
         result = await agent.run(task=user_text)
-        await memory.add_turn_pair(user_text, result.messages[-1].content)
+        memory.capture_exchange(user_text, result.messages[-1].content)
+        ...
+        report = await memory.flush()  # or at exit: delivered, refused, pending
         ```
     """
 
@@ -102,7 +108,8 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         self._settings = AdapterSettings.build(
             surface=SURFACE, user_id=user_id, settings=settings, **options
         )
-        self._memory = self._settings.open()
+        self._kit = AdapterKit(self._settings)
+        self._memory = self._kit.home
         api = self._memory.api
         identity = "\x00".join(
             (
@@ -263,6 +270,49 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
             cancellation_token,
         )
 
+    def capture_exchange(
+        self, user_text: str, assistant_text: str = "", *, turn_id: str | None = None
+    ) -> bool:
+        """Queue one exchange for the transcript; never raises, never waits on the network.
+
+        The same capture as :meth:`add_turn_pair` (both turns, or with
+        ``transcript=False`` only the user's), delivered in the background by the
+        core's ordered queue: in order, batched, retried with the same ids through an
+        outage, and flushed at interpreter exit. Call it from async code (the running
+        event loop delivers). Returns True when queued; a refusal (no running loop, a
+        full queue, empty text) is logged at WARNING and, once the queue saw it,
+        counted in :meth:`report`. ``turn_id`` is the capture id of both turns.
+
+        Example:
+            ```python
+            result = await agent.run(task=user_text)
+            memory.capture_exchange(user_text, result.messages[-1].content)
+            ```
+        """
+        if not isinstance(user_text, str) or not user_text.strip():
+            logger.warning("capture skipped: user_text must be non-empty text")
+            return False
+        try:
+            turns = [self._memory.capture("user", user_text, turn_id=turn_id)]
+            if isinstance(assistant_text, str) and assistant_text.strip():
+                turns.append(self._memory.capture("assistant", assistant_text, turn_id=turn_id))
+        except Exception as exc:
+            logger.warning("capture skipped (%s: %s)", type(exc).__name__, exc)
+            return False
+        wanted = len([turn for turn in turns if turn.text])
+        return wanted > 0 and self._kit.submit(turns) == wanted
+
+    def report(self) -> DeliveryReport:
+        """What became of the exchanges :meth:`capture_exchange` queued, as of now."""
+        return self._kit.report()
+
+    async def flush(self, timeout: float | None = 10.0) -> DeliveryReport:
+        """Wait (up to ``timeout`` seconds) until every queued turn is delivered or refused.
+
+        Returns the :class:`~memorysync_core.DeliveryReport` as of then.
+        """
+        return await self._kit.flush(timeout)
+
     async def add_turn_pair(
         self,
         user_text: str,
@@ -277,7 +327,9 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         one call (the user turn's facts are extracted into memories); with
         ``transcript=False`` only the user turn is sent to fact extraction. Retries
         resend the same ids, so a retry stores nothing twice; pass ``turn_id`` when
-        your application retries the whole call itself. Returns the server's answer.
+        your application retries the whole call itself. Returns the server's answer;
+        raises the typed errors of ``memorysync_core.errors`` (for a path that never
+        raises, see :meth:`capture_exchange`).
 
         Example:
             ```python
@@ -357,13 +409,14 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
             len(result.deleted_turn_ids),
         )
 
-    async def close(self) -> None:
-        """Release the HTTP client (shared connections close with their last user).
+    async def close(self, timeout: float | None = 10.0) -> None:
+        """Deliver the queued exchanges (up to ``timeout`` s), then release the HTTP client.
 
-        AutoGen may reuse a memory after ``close()`` (a team reset, say): a later call
-        simply takes a connection again, so close it again when you are done.
+        :meth:`report` tells what became of them. AutoGen may reuse a memory after
+        ``close()`` (a team reset, say): a later call simply takes a connection again,
+        so close it again when you are done.
         """
-        await self._memory.aclose()
+        await self._kit.aclose(timeout)
 
     # -- component config ---------------------------------------------------------------
 

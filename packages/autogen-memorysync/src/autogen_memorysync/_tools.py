@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from autogen_core.tools import FunctionTool
 
-from memorysync_core import TOOL_TEXTS
+from memorysync_core.adapters import TOOL_TEXTS
 
 if TYPE_CHECKING:
     from ._memory import MemorySyncMemory

@@ -1,11 +1,14 @@
 """memorysync-core: the shared async core of the MemorySync framework adapters.
 
-It speaks the MemorySync HTTP API (hosted or ``memorysync-local``) and owns what both
-adapters need: typed errors, tenant resolution, idempotency seeds, capture ids and the
-capture order (``seq``), budgeted recall, rendering of the context block, retries, the
-delivery queue and its :class:`DeliveryReport`, and :class:`SyncUserMemory`, the
-synchronous face (one background event loop per process) for frameworks whose hooks
-cannot await.
+It speaks the MemorySync HTTP API (hosted or ``memorysync-local``). This namespace is
+what an application uses: :class:`MemorySyncAPI` (the client), :class:`UserMemory`
+(one user's memory in one session) and :class:`SyncUserMemory` (its synchronous face,
+one background event loop per process), the one settings surface every adapter takes
+(:class:`AdapterSettings`, :class:`AdapterOptions`), the results and reports
+(:class:`RecallResult`, :class:`DeliveryReport`, ...), the retry policy, telemetry and
+the typed errors. What only adapter authors need (the adapter kit, captured turns, the
+delivery queue, seeds, retry helpers, tool texts, the users'-data mixins) is in
+:mod:`memorysync_core.adapters`.
 
 Example:
     ```python
@@ -26,15 +29,9 @@ Example:
 from __future__ import annotations
 
 from . import errors
-from ._adapter import (
-    SETTING_DEFAULTS,
-    AdapterOptions,
-    AdapterSettings,
-    ClearScope,
-    check_clear_scope,
-)
+from ._adapter import SETTING_DEFAULTS, AdapterOptions, AdapterSettings, ClearScope
 from ._client import MemorySyncAPI
-from ._delivery import DeliveryQueue, DeliveryReport
+from ._delivery import DeliveryReport
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -50,51 +47,28 @@ from ._errors import (
     UnsupportedUserIdError,
     ValidationError,
 )
-from ._recall import RecallResult, recall_within_budget
+from ._recall import RecallResult
 from ._render import DEFAULT_CONTEXT_TEMPLATE, ContextRenderer, RecalledMemory
-from ._retry import RetryPolicy, call_with_retries
-from ._seeds import (
-    MAX_TEXT_CHARS,
-    assistant_turn_seed,
-    fnv1a64,
-    new_capture_id,
-    sendable_text,
-    truncate_text,
-    user_turn_seed,
-)
+from ._retry import RetryPolicy
 from ._sync import SyncUserMemory
 from ._telemetry import configure_telemetry
-from ._tool_texts import TOOL_TEXTS, ToolTexts
-from ._turns import CapturedTurn
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
-from ._users_data import (
-    EXPORT_SCHEMA,
-    ForgetReport,
-    ImportReport,
-    ImportSkip,
-    MemoryPage,
-    SyncUsersDataMethods,
-    UsersDataMethods,
-)
+from ._users_data import EXPORT_SCHEMA, ForgetReport, ImportReport, ImportSkip, MemoryPage
 from ._version import __version__
 
 __all__ = [
     "DEFAULT_CONTEXT_TEMPLATE",
     "EXPORT_SCHEMA",
-    "MAX_TEXT_CHARS",
     "SETTING_DEFAULTS",
-    "TOOL_TEXTS",
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
     "AdapterOptions",
     "AdapterSettings",
     "AuthError",
-    "CapturedTurn",
     "ClearResult",
     "ClearScope",
     "ContextRenderer",
-    "DeliveryQueue",
     "DeliveryReport",
     "ForgetReport",
     "ImportReport",
@@ -112,23 +86,11 @@ __all__ = [
     "SaveOutcome",
     "ServerError",
     "SyncUserMemory",
-    "SyncUsersDataMethods",
-    "ToolTexts",
     "UnsupportedError",
     "UnsupportedUserIdError",
     "UserMemory",
-    "UsersDataMethods",
     "ValidationError",
     "__version__",
-    "assistant_turn_seed",
-    "call_with_retries",
-    "check_clear_scope",
     "configure_telemetry",
     "errors",
-    "fnv1a64",
-    "new_capture_id",
-    "recall_within_budget",
-    "sendable_text",
-    "truncate_text",
-    "user_turn_seed",
 ]

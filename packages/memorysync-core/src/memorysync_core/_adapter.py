@@ -11,6 +11,7 @@ Public so that another adapter can reuse it; applications pass keyword arguments
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeGuard
 
@@ -67,7 +68,9 @@ class AdapterOptions(TypedDict, total=False):
     resolution), ``transport`` (an ``httpx`` transport: tests, the embedded server).
     ``min_score`` and ``max_context_chars``: client-side filters on the block.
     ``transcript``: an exchange goes to the session transcript (True) or only the
-    user's turn to fact extraction (False).
+    user's turn to fact extraction (False). ``outbox`` (else ``MEMORYSYNC_OUTBOX``):
+    the path of a local SQLite file that keeps every captured turn until the server
+    has it, so turns survive an exit, a crash or a kill (see ``docs/faults.md``).
     """
 
     session_id: str
@@ -85,6 +88,7 @@ class AdapterOptions(TypedDict, total=False):
     min_score: float | None
     max_context_chars: int | None
     transcript: bool
+    outbox: str | None
 
 
 SETTING_DEFAULTS: dict[str, Any] = {
@@ -103,6 +107,7 @@ SETTING_DEFAULTS: dict[str, Any] = {
     "min_score": None,
     "max_context_chars": None,
     "transcript": True,
+    "outbox": None,
 }
 # Live or secret: never written into a serialized configuration.
 NOT_SERIALIZED = frozenset({"api_key", "transport"})
@@ -141,6 +146,7 @@ class AdapterSettings:
     min_score: float | None
     max_context_chars: int | None
     transcript: bool
+    outbox: str | None
     renderer: ContextRenderer
 
     @classmethod
@@ -180,6 +186,10 @@ class AdapterSettings:
         tenant_id = values["tenant_id"]
         if tenant_id is not None and (not isinstance(tenant_id, str) or not tenant_id.strip()):
             raise ValueError(f"tenant_id must be a non-empty string or None, got {tenant_id!r}")
+        outbox = values["outbox"]
+        if outbox is not None and (not isinstance(outbox, (str, os.PathLike)) or not str(outbox)):
+            raise ValueError(f"outbox must be a file path or None, got {outbox!r}")
+        values["outbox"] = None if outbox is None else os.fspath(outbox)
         if not isinstance(values["transcript"], bool):
             raise ValueError(f"transcript must be True or False, got {values['transcript']!r}")
         renderer = ContextRenderer(

@@ -145,13 +145,18 @@ def track(memory: _Flushable) -> None:
     _live.add(memory)
 
 
+def untrack(memory: _Flushable) -> None:
+    """``memory`` was closed: nothing to flush for it at exit."""
+    _live.discard(memory)
+
+
 def flush_all_at_exit(timeout: float | None = None) -> int:
     """Flush every live memory within one shared deadline, then stop the loop.
 
-    Registered with ``atexit``; returns the number of turns left undelivered.
+    Registered with ``atexit``; returns the number of turns left undelivered. The
+    memories of async adapters (an ``AdapterKit``) deliver on a fresh event loop of
+    the exiting thread, the synchronous ones on the background loop.
     """
-    if not LOOP.running:
-        return 0
     budget = EXIT_FLUSH_SECONDS if timeout is None else timeout
     deadline = time.monotonic() + budget
     left = 0
@@ -163,7 +168,8 @@ def flush_all_at_exit(timeout: float | None = None) -> int:
             _logger.debug("flush at exit failed: %s", type(exc).__name__)
     if left:
         _logger.warning("exiting with %s captured turns undelivered", left)
-    LOOP.stop()
+    if LOOP.running:
+        LOOP.stop()
     return left
 
 

@@ -49,3 +49,12 @@ def resolve_project_id(project_id: str | None) -> str | None:
     if not isinstance(value, str):
         raise TypeError(f"project_id must be a string, got {type(value).__name__}")
     return value.strip() or None
+
+
+ENV_OUTBOX = "MEMORYSYNC_OUTBOX"
+
+
+def resolve_outbox(outbox: str | None) -> str | None:
+    """The explicit outbox path, else ``MEMORYSYNC_OUTBOX``, else None (no outbox)."""
+    value = outbox if outbox is not None else os.environ.get(ENV_OUTBOX)
+    return value or None

@@ -94,7 +94,7 @@ async def call_with_retries(
 
     Example:
         ```python
-        body_turns = [turn.history_item()]
+        body_turns = turn.history_items()
         await call_with_retries(
             lambda: api.append_history(user_id="alice", session_id="s", turns=body_turns),
             RetryPolicy(),

@@ -38,13 +38,13 @@ _LAST_SPACE = re.compile(r"\s\S*\Z")
 
 
 def sendable_text(text: str, *, limit: int = MAX_TEXT_CHARS) -> str:
-    """The text a captured turn sends: stripped, and cut at a boundary when too long.
+    """A text as one request sends it: stripped, and cut at a boundary when too long.
 
     A text longer than ``limit`` code points is cut at the last sentence end within
     the limit, else at the last whitespace, else at the limit itself, so the server
     never extracts a fact from half a sentence ("Allergic to pea"). The cut is logged
-    at WARNING (lengths only). The seed does not use this text: it keeps the
-    contract's hard cut (:func:`truncate_text`), so every client agrees on it.
+    at WARNING (lengths only). Used by an explicit ``save``; a captured turn is sent
+    whole instead, in parts (:func:`split_text`).
 
     >>> sendable_text("One. Two three four", limit=10)
     'One.'
@@ -52,24 +52,50 @@ def sendable_text(text: str, *, limit: int = MAX_TEXT_CHARS) -> str:
     stripped = _stripped(text, limit)
     if len(stripped) <= limit:
         return stripped
-    window = stripped[: limit + 1]  # one more: is the limit itself a boundary?
-    ends = [m.end() for m in _SENTENCE_END.finditer(window) if 0 < m.end() <= limit]
-    if ends:
-        kept, at = stripped[: ends[-1]].rstrip(), "a sentence end"
-    else:
-        space = _LAST_SPACE.search(window)
-        if space is not None and space.start() > 0:
-            kept, at = stripped[: space.start()].rstrip(), "whitespace"
-        else:
-            kept, at = stripped[:limit], "the limit (no whitespace)"
+    end, at = _cut(stripped, limit)
+    kept = stripped[:end].rstrip()
     _logger.warning(
-        "a turn of %s characters is over the %s-character limit: sent its first %s, cut at %s",
+        "a text of %s characters is over the %s-character limit: sent its first %s, cut at %s",
         len(stripped),
         limit,
         len(kept),
         at,
     )
     return kept
+
+
+def split_text(text: str, *, limit: int = MAX_TEXT_CHARS) -> list[str]:
+    """``text`` stripped, as consecutive parts of at most ``limit`` code points each.
+
+    Each part ends at the last sentence end within the limit, else at the last
+    whitespace (a single over-long sentence is cut between words), else at the limit
+    itself. Nothing is dropped but the whitespace at the cuts; a text within the limit
+    is one part, an empty text none.
+
+    >>> split_text("One. Two three four", limit=10)
+    ['One.', 'Two three', 'four']
+    """
+    rest = _stripped(text, limit)
+    parts: list[str] = []
+    while len(rest) > limit:
+        end, _ = _cut(rest, limit)
+        parts.append(rest[:end].rstrip())
+        rest = rest[end:].lstrip()
+    if rest:
+        parts.append(rest)
+    return parts
+
+
+def _cut(stripped: str, limit: int) -> tuple[int, str]:
+    """Where to cut ``stripped`` (longer than ``limit``), and what kind of boundary it is."""
+    window = stripped[: limit + 1]  # one more: is the limit itself a boundary?
+    ends = [m.end() for m in _SENTENCE_END.finditer(window) if 0 < m.end() <= limit]
+    if ends:
+        return ends[-1], "a sentence end"
+    space = _LAST_SPACE.search(window)
+    if space is not None and space.start() > 0:
+        return space.start(), "whitespace"
+    return limit, "the limit (no whitespace)"
 
 
 def fnv1a64(text: str) -> str:

@@ -17,6 +17,7 @@ from . import _holds
 from . import _telemetry as telemetry
 from ._adapter import AdapterSettings, ClearScope, check_clear_scope
 from ._background import LOOP, track
+from ._config import resolve_outbox
 from ._delivery import DeliveryQueue, DeliveryReport
 from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
 from ._recall import RecallResult
@@ -156,6 +157,14 @@ class SyncUserMemory:
         self._captured = (LOOP.generation, 0)
         RECALLERS.add(self._key, self)
         track(self)
+        outbox = resolve_outbox(settings.outbox)
+        if outbox is not None:
+            # Not built yet for the synchronous face: say so instead of pretending.
+            _logger.warning(
+                "the outbox %s is not used by SyncUserMemory (the AG2-classic capability): "
+                "its captured turns are queued in memory only",
+                outbox,
+            )
 
     # ------------------------------------------------------------------ attributes
 
@@ -198,7 +207,9 @@ class SyncUserMemory:
         """
         if self._closed:
             raise RuntimeError("this memory is closed")
-        turn = CapturedTurn.capture(role, text, scope=self._scope, name=name)
+        turn = CapturedTurn.capture(
+            role, text, scope=self._scope, name=name, user_id=self._settings.user_id
+        )
         if not turn.text:
             return None
         with self._close_lock:

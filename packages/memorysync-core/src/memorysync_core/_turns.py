@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from ._seeds import assistant_turn_seed, new_capture_id, sendable_text, user_turn_seed
+from ._seeds import assistant_turn_seed, new_capture_id, split_text, user_turn_seed
 
 Role = Literal["user", "assistant"]
 
@@ -36,12 +36,14 @@ class _SeqClock:
         self._lock = threading.Lock()
         self._last = 0
 
-    def next(self) -> int:
+    def next(self, count: int = 1) -> int:
+        """The first of ``count`` consecutive numbers, all above every earlier one."""
         with self._lock:
             # Bumped past the previous value: two captures in one microsecond, or a
             # clock stepped back, still give increasing numbers.
-            self._last = max(time.time_ns() // 1000, self._last + 1)
-            return self._last
+            first = max(time.time_ns() // 1000, self._last + 1)
+            self._last = first + count - 1
+            return first
 
     def after_fork_in_child(self) -> None:
         # A thread of the parent may have held the lock at fork time.
@@ -53,9 +55,21 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_SEQ.after_fork_in_child)
 
 
-def next_seq() -> int:
-    """The next ``seq``: the capture time in microseconds, above every earlier one."""
-    return _SEQ.next()
+def next_seq(count: int = 1) -> int:
+    """The next ``seq``: the capture time in microseconds, above every earlier one.
+
+    ``count`` reserves that many consecutive values (one per part of a long turn).
+    """
+    return _SEQ.next(count)
+
+
+@dataclass(frozen=True)
+class TurnPart:
+    """One request's worth of a captured turn: its text, seed and ``seq``."""
+
+    text: str
+    seed: str
+    seq: int | None
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,13 @@ class CapturedTurn:
     time in microseconds since the Unix epoch, bumped so that it strictly increases
     within the process: the server lists a session's turns by it, so the transcript
     reads in the order the turns were captured, whatever order they arrive in.
+
+    ``text`` is the whole utterance (stripped). One longer than the contract's
+    16,000-character limit is sent as several consecutive :meth:`parts`, each cut at a
+    sentence end (or between words), each with its own seed (``<seed>~p<n>``) and
+    ``seq`` (reserved at capture), so a retry resends every part with the same
+    identity and nothing is stored twice. ``user_id`` names the user whose memory
+    the turn belongs to, when it was captured through a ``UserMemory``.
 
     >>> turn = CapturedTurn.capture("user", " I prefer window seats. ", scope="ag2::trip")
     >>> turn.text, turn.seed.startswith("human@ag2::trip#h")
@@ -81,6 +102,7 @@ class CapturedTurn:
     occurred_at: str
     name: str | None = None
     seq: int | None = None
+    user_id: str | None = None
 
     @classmethod
     def capture(
@@ -91,6 +113,7 @@ class CapturedTurn:
         scope: str,
         capture_id: str | None = None,
         name: str | None = None,
+        user_id: str | None = None,
     ) -> CapturedTurn:
         """Capture ``text`` spoken by ``role`` in ``scope`` now.
 
@@ -105,34 +128,53 @@ class CapturedTurn:
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
         seed_of = user_turn_seed if role == "user" else assistant_turn_seed
-        seq = next_seq()
+        kept = text.strip()
+        seq = next_seq(max(len(split_text(kept)), 1))
         return cls(
             role=role,
-            # Sent: cut at a sentence end. Seed: the contract's hard cut, like every client.
-            text=sendable_text(text),
+            text=kept,
             scope=scope,
+            # The contract's seed (its hard cut, like every client); parts derive theirs.
             seed=seed_of(scope, text),
             capture_id=capture_id if capture_id is not None else new_capture_id(),
             occurred_at=iso_from_micros(seq),
             name=name,
             seq=seq,
+            user_id=user_id,
         )
+
+    def parts(self) -> list[TurnPart]:
+        """What the turn sends: one part, or one per cut of a long text (see above)."""
+        texts = split_text(self.text)
+        if len(texts) == 1:
+            return [TurnPart(texts[0], self.seed, self.seq)]
+        return [
+            TurnPart(
+                text,
+                f"{self.seed}~p{number}",
+                None if self.seq is None else self.seq + number - 1,
+            )
+            for number, text in enumerate(texts, start=1)
+        ]
 
     @property
     def idempotency_key(self) -> str:
         """``"<seed>:<capture_id>"``: the same on every retry, new for a genuine repeat."""
         return f"{self.seed}:{self.capture_id}"
 
-    def history_item(self) -> dict[str, Any]:
-        """The turn as one item of ``POST /v1/history/append``'s ``turns``."""
-        item: dict[str, Any] = {
-            "role": self.role,
-            "content": self.text,
-            "occurred_at": self.occurred_at,
-            "idempotency_key": self.idempotency_key,
-        }
-        if self.seq is not None:
-            item["seq"] = self.seq
-        if self.name is not None:
-            item["payload"] = {"name": self.name}
-        return item
+    def history_items(self) -> list[dict[str, Any]]:
+        """The turn as items of ``POST /v1/history/append``'s ``turns``, one per part."""
+        items: list[dict[str, Any]] = []
+        for part in self.parts():
+            item: dict[str, Any] = {
+                "role": self.role,
+                "content": part.text,
+                "occurred_at": self.occurred_at,
+                "idempotency_key": f"{part.seed}:{self.capture_id}",
+            }
+            if part.seq is not None:
+                item["seq"] = part.seq
+            if self.name is not None:
+                item["payload"] = {"name": self.name}
+            items.append(item)
+        return items

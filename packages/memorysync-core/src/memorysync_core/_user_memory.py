@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -10,7 +11,7 @@ from typing import Any, Literal
 
 from . import _telemetry as telemetry
 from . import _users_data
-from ._client import MemorySyncAPI, memory_id_to_int
+from ._client import MAX_HISTORY_TURNS, MemorySyncAPI, memory_id_to_int
 from ._errors import ResponseFormatError
 from ._operation import operation
 from ._recall import RecallResult, recall_within_budget
@@ -274,8 +275,10 @@ class UserMemory:
     def capture(
         self, role: Role, text: str, *, turn_id: str | None = None, name: str | None = None
     ) -> CapturedTurn:
-        """Capture an utterance in this scope (``turn_id`` becomes the capture id)."""
-        return CapturedTurn.capture(role, text, scope=self._scope, capture_id=turn_id, name=name)
+        """Capture an utterance of this user in this scope (``turn_id``: the capture id)."""
+        return CapturedTurn.capture(
+            role, text, scope=self._scope, capture_id=turn_id, name=name, user_id=self._user_id
+        )
 
     @telemetry.explicit_call("memorysync.add_turn")
     @operation("add a turn")
@@ -286,24 +289,64 @@ class UserMemory:
         metadata: Mapping[str, Any] | None = None,
         turn_id: str | None = None,
     ) -> dict[str, Any]:
-        """Send one user turn to fact extraction (``/v1/memory/add_turn``); raises on failure."""
+        """Send one user turn to fact extraction (``/v1/memory/add_turn``); raises on failure.
+
+        A turn over the 16,000-character limit is sent in parts (one call each); the
+        answer is the last part's.
+        """
         turn = self.capture("user", text, turn_id=turn_id)
         if not turn.text:
             raise ValueError("text must be a non-empty string")
+        answers = await self._extract(turn, metadata)
+        return answers[-1]
+
+    async def extract_turns(
+        self, turns: Sequence[CapturedTurn], *, metadata: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Send the user's captured turns to fact extraction, without a transcript.
+
+        Assistant turns are skipped (the server stores nothing from them). One call per
+        part, in order, each with its own seed as ``speaker`` and the capture time, so a
+        retry is recognised as a replay. Raises on failure.
+        """
+        answers: list[dict[str, Any]] = []
+        for turn in self._own(turns):
+            if turn.role == "user":
+                answers.extend(await self._extract(turn, metadata))
+        return answers
+
+    async def _extract(
+        self, turn: CapturedTurn, metadata: Mapping[str, Any] | None
+    ) -> list[dict[str, Any]]:
         meta = _scalar_metadata(metadata)
         meta["session_id"] = self._scope
-        return await call_with_retries(
-            lambda: self._api.add_turn(
-                user_id=self._user_id,
-                text=turn.text,
-                role="user",
-                speaker=turn.seed,
-                occurred_at=turn.occurred_at,
-                metadata=meta,
-                source=self._surface,
-            ),
-            self.retry,
-        )
+        answers: list[dict[str, Any]] = []
+        for part in turn.parts():
+            answers.append(
+                await call_with_retries(
+                    functools.partial(
+                        self._api.add_turn,
+                        user_id=self._user_id,
+                        text=part.text,
+                        role="user",
+                        speaker=part.seed,
+                        occurred_at=turn.occurred_at,
+                        metadata=meta,
+                        source=self._surface,
+                    ),
+                    self.retry,
+                )
+            )
+        return answers
+
+    def _own(self, turns: Sequence[CapturedTurn]) -> Sequence[CapturedTurn]:
+        """``turns``, checked: captured turns of this memory's scope."""
+        for turn in turns:
+            if not isinstance(turn, CapturedTurn):
+                raise TypeError(f"turns must be CapturedTurn objects, got {type(turn).__name__}")
+            if turn.scope != self._scope:
+                raise ValueError(f"turn scope {turn.scope!r} is not this memory's {self._scope!r}")
+        return turns
 
     @telemetry.explicit_call("memorysync.record")
     @operation("record turns")
@@ -317,26 +360,34 @@ class UserMemory:
         """Append captured turns to this session's transcript (``/v1/history/append``).
 
         ``metadata``'s scalar values are copied onto the facts extracted from the turns.
+        Long turns go as their parts; more than 100 items take several calls, in order
+        (a retry resends the same ids, so nothing is stored twice). The answer merges
+        the calls' ``items`` and ``request_ids``.
         """
-        for turn in turns:
-            if not isinstance(turn, CapturedTurn):
-                raise TypeError(f"turns must be CapturedTurn objects, got {type(turn).__name__}")
-            if turn.scope != self._scope:
-                raise ValueError(f"turn scope {turn.scope!r} is not this memory's {self._scope!r}")
-        items = [turn.history_item() for turn in turns if turn.text]
-        if not items:
-            return {"items": [], "request_ids": [], "status": "ok"}
-        return await call_with_retries(
-            lambda: self._api.append_history(
-                user_id=self._user_id,
-                session_id=self._scope,
-                turns=items,
-                source=self._surface,
-                extract=extract,
-                metadata=_scalar_metadata(metadata) or None,
-            ),
-            self.retry,
-        )
+        items = [item for turn in self._own(turns) for item in turn.history_items()]
+        merged: dict[str, Any] = {"items": [], "request_ids": [], "status": "ok"}
+        extra = _scalar_metadata(metadata) or None
+        for start in range(0, len(items), MAX_HISTORY_TURNS):
+            chunk = items[start : start + MAX_HISTORY_TURNS]
+            answer = await call_with_retries(
+                functools.partial(
+                    self._api.append_history,
+                    user_id=self._user_id,
+                    session_id=self._scope,
+                    turns=chunk,
+                    source=self._surface,
+                    extract=extract,
+                    metadata=extra,
+                ),
+                self.retry,
+            )
+            if start == 0 and len(items) <= MAX_HISTORY_TURNS:
+                return answer
+            merged["items"].extend(answer.get("items") or ())
+            merged["request_ids"].extend(answer.get("request_ids") or ())
+            if answer.get("status") != "ok":
+                merged["status"] = answer.get("status")
+        return merged
 
     @operation("record an exchange")
     async def record_exchange(

@@ -7,7 +7,6 @@ lives across turns (settings, the client, the delivery queue) is held by the fac
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,18 +17,15 @@ from ag2.middleware import BaseMiddleware
 from memorysync_core import (
     AdapterOptions,
     AdapterSettings,
-    CapturedTurn,
     ClearResult,
     ClearScope,
-    DeliveryQueue,
     DeliveryReport,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
     UserMemory,
-    UsersDataMethods,
-    check_clear_scope,
 )
+from memorysync_core.adapters import AdapterKit, CapturedTurn, UsersDataMethods, check_clear_scope
 
 if TYPE_CHECKING:
     from ag2 import Context, Toolkit
@@ -111,8 +107,8 @@ class MemorySyncMiddleware(UsersDataMethods):
             **options,
         )
         self._session_id = session_id
-        self._home = self._settings.open()  # its client is shared by every session
-        self._queue = DeliveryQueue(self._deliver)
+        self._kit = AdapterKit(self._settings)  # one client, shared by every session
+        self._home = self._kit.home
 
     @property
     def settings(self) -> AdapterSettings:
@@ -150,19 +146,7 @@ class MemorySyncMiddleware(UsersDataMethods):
 
     def memory(self, session_id: str | None = None) -> UserMemory:
         """The core's ``UserMemory`` of one session (default: the pinned one)."""
-        session = session_id or self._session_id or _PINNED
-        if session == self._home.session_id:
-            return self._home
-        home = self._home
-        return UserMemory(
-            home.api,
-            user_id=home.user_id,
-            session_id=session,
-            surface=SURFACE,
-            top_k=home.top_k,
-            recall_timeout=home.recall_timeout,
-            renderer=home.renderer,
-        )
+        return self._kit.memory_for(session_id or self._session_id or _PINNED)
 
     # ------------------------------------------------------------------ hot paths
 
@@ -178,14 +162,8 @@ class MemorySyncMiddleware(UsersDataMethods):
 
     def queue(self, turn: CapturedTurn | None) -> None:
         """Hand ``turn`` to the background delivery (never waits on the network)."""
-        if turn is not None and turn.text:
-            self._queue.submit(turn)
-
-    async def _deliver(self, turns: Sequence[CapturedTurn]) -> None:
-        # A batch may hold several conversations' turns: each goes to its own scope.
-        for scope, group in itertools.groupby(turns, key=lambda turn: turn.scope):
-            memory = self.memory(scope.removeprefix(f"{SURFACE}::"))
-            await memory.record_turns(list(group))
+        if turn is not None:
+            self._kit.submit((turn,))
 
     # ------------------------------------------------------------------ explicit calls
 
@@ -214,7 +192,7 @@ class MemorySyncMiddleware(UsersDataMethods):
 
     def report(self) -> DeliveryReport:
         """Delivered, refused and pending turns so far."""
-        return self._queue.report()
+        return self._kit.report()
 
     async def _users_data_memory(self) -> UserMemory:
         await self.flush()  # captured turns land before an export or an erase
@@ -222,13 +200,15 @@ class MemorySyncMiddleware(UsersDataMethods):
 
     async def flush(self, timeout: float = 10.0) -> DeliveryReport:
         """Wait (up to ``timeout`` seconds) for the queued turns; the report as of then."""
-        return await self._queue.flush(timeout)
+        return await self._kit.flush(timeout)
 
     async def aclose(self, timeout: float = 10.0) -> DeliveryReport:
-        """Flush, stop delivering and release the connection; the final report."""
-        report = await self._queue.aclose(timeout)
-        await self._home.aclose()
-        return report
+        """Flush, stop delivering and release the connection; the report.
+
+        It counts the turns captured since the previous ``aclose``; what is left at
+        interpreter exit is delivered by the core's exit handler (at most 5 s).
+        """
+        return await self._kit.aclose(timeout)
 
 
 class _MemoryTurn(BaseMiddleware):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ag2 import Context, Toolkit, tool
 
-from memorysync_core import TOOL_TEXTS
+from memorysync_core.adapters import TOOL_TEXTS
 
 if TYPE_CHECKING:
     from ._middleware import MemorySyncMiddleware

@@ -1,0 +1,237 @@
+"""``AdapterKit``: what every async adapter instance holds, built once here.
+
+An adapter instance has settings, a home memory (the configured user and session),
+memories of other sessions and users over the same connection, and queued capture:
+the turns a hook captured are delivered in the background, in order, each batch
+grouped by user and session, and whatever is still queued when the interpreter exits
+is delivered by the core's exit handler within one shared deadline. AutoGen, ag2 1.x
+and Agent Framework all use this one kit; the classic AG2 capability, whose hooks
+cannot await, has the same through :class:`~memorysync_core.SyncUserMemory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from ._adapter import AdapterSettings
+from ._background import track, untrack
+from ._config import resolve_outbox
+from ._delivery import DeliveryQueue, DeliveryReport
+from ._errors import AuthError, MemorySyncError, ValidationError
+from ._outbox import MAX_OUTBOX_TURNS, Outbox, keys_of
+from ._retry import RetryPolicy
+from ._turns import CapturedTurn
+from ._user_memory import UserMemory
+
+_logger = logging.getLogger("memorysync.delivery")
+
+
+class AdapterKit:
+    """One adapter instance's memories and queued capture.
+
+    ``memory_for`` gives the core :class:`UserMemory` of any session and user over the
+    one connection; ``submit`` queues captured turns and never raises; ``report``,
+    ``flush`` and ``aclose`` say what became of them. With ``transcript=False`` in
+    the settings only the user's turns are sent, to fact extraction. With an
+    ``outbox`` (the setting or ``MEMORYSYNC_OUTBOX``) every queued turn is also kept in
+    that SQLite file until the server has it, and the turns an earlier process left
+    there are delivered first (see :mod:`memorysync_core._outbox`).
+
+    Example:
+        ```python
+        kit = AdapterKit(AdapterSettings.build(surface="myframework", user_id="alice"))
+        memory = kit.memory_for("chat-1")
+        kit.submit([memory.capture("user", "I live in Lisbon.")])
+        report = await kit.aclose()
+        ```
+    """
+
+    def __init__(self, settings: AdapterSettings) -> None:
+        if not isinstance(settings, AdapterSettings):
+            raise TypeError(f"settings must be an AdapterSettings, got {type(settings).__name__}")
+        self.settings = settings
+        self.home = settings.open()  # validates the user, the session and the key
+        self._prefix = settings.surface + "::"
+        self._queue: DeliveryQueue | None = None
+        self._policy = RetryPolicy()
+        self.outbox = _open_outbox(settings, self.home)
+        self._closed = DeliveryReport()  # what queues closed earlier ended with
+
+    def memory_for(self, session_id: str | None = None, user_id: str | None = None) -> UserMemory:
+        """The memory of ``user_id`` in ``session_id`` (None: the settings' ones)."""
+        home = self.home
+        session = home.session_id if session_id is None else session_id
+        user = home.user_id if user_id is None else user_id
+        if session == home.session_id and user == home.user_id:
+            return home
+        return UserMemory(
+            home.api,
+            user_id=user,
+            session_id=session,
+            surface=home.surface,
+            top_k=home.top_k,
+            recall_timeout=home.recall_timeout,
+            renderer=home.renderer,
+        )
+
+    # ------------------------------------------------------------------ capture
+
+    def submit(self, turns: Iterable[CapturedTurn]) -> int:
+        """Queue ``turns`` for background delivery; how many were queued. Never raises.
+
+        Must be called on a running event loop; anything else (no loop, a full queue)
+        is logged at WARNING and shows in :meth:`report` when the queue saw it.
+        """
+        queued = 0
+        try:
+            queue = self._ensure_queue()
+            for turn in turns:
+                if turn.text:
+                    self._keep(turn)
+                    queued += queue.submit(turn)
+        except Exception as exc:  # the hot path: log, never raise into the turn
+            _logger.warning("capture skipped (%s: %s)", type(exc).__name__, exc)
+        return queued
+
+    def _ensure_queue(self) -> DeliveryQueue:
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = DeliveryQueue(self._deliver, policy=self._policy)
+            track(self)  # again after an aclose(): the kit stays usable
+            if self.outbox is not None:
+                # What an earlier process left (or this one released) goes first.
+                for turn in self.outbox.take_over():
+                    queue.submit(turn)
+        return queue
+
+    def _keep(self, turn: CapturedTurn) -> None:
+        outbox = self.outbox
+        if outbox is None:
+            return
+        try:
+            kept = outbox.keep(turn)
+        except sqlite3.Error as exc:
+            _logger.warning("outbox write failed (%s): a turn is kept in memory only", exc)
+            return
+        if not kept:
+            _logger.warning(
+                "outbox %s is full (%s turns): a new %s turn is kept in memory only "
+                "(%s so far); it is lost if the process ends before delivering it",
+                outbox.path,
+                MAX_OUTBOX_TURNS,
+                turn.role,
+                outbox.overflowed,
+            )
+
+    async def _deliver(self, batch: Sequence[CapturedTurn]) -> None:
+        # A batch may span users and sessions: each goes to its own transcript.
+        def key(turn: CapturedTurn) -> tuple[str | None, str]:
+            return turn.user_id, turn.scope
+
+        if self.outbox is not None:
+            self.outbox.renew()  # still delivering: nobody else takes these rows
+        for (user_id, scope), group in itertools.groupby(batch, key=key):
+            memory = self.memory_for(scope.removeprefix(self._prefix), user_id)
+            turns = list(group)
+            try:
+                if self.settings.transcript:
+                    await memory.record_turns(turns, extract=True)
+                else:
+                    await memory.extract_turns(turns)
+            except MemorySyncError as exc:
+                if self._refused_for_good(exc, len(batch)):
+                    self._forget(turns)
+                raise
+            self._forget(turns)
+
+    def _refused_for_good(self, exc: MemorySyncError, size: int) -> bool:
+        # A wrong key stays in the outbox: a later start with the right key delivers it.
+        # A refused batch of several is split and retried by the queue.
+        if self._policy.is_retryable(exc) or isinstance(exc, AuthError):
+            return False
+        return not (isinstance(exc, ValidationError) and size > 1)
+
+    def _forget(self, turns: Sequence[CapturedTurn]) -> None:
+        if self.outbox is not None:
+            self.outbox.done(keys_of(turns))
+
+    # ------------------------------------------------------------------ outcome
+
+    @property
+    def pending(self) -> int:
+        """Captured turns not yet delivered (or refused)."""
+        return 0 if self._queue is None else self._queue.pending
+
+    def report(self) -> DeliveryReport:
+        """Delivered, refused (with the reasons) and pending turns since the kit was made."""
+        if self._queue is None:
+            return self._closed
+        return _sum(self._closed, self._queue.report())
+
+    async def flush(self, timeout: float | None = 10.0) -> DeliveryReport:
+        """Wait until every queued turn is delivered or refused (or ``timeout`` passes).
+
+        With an outbox, the turns an earlier process left in it are queued first.
+        """
+        if self._queue is not None or self.outbox is not None:
+            await self._ensure_queue().flush(timeout)
+        return self.report()
+
+    async def aclose(self, timeout: float | None = 10.0) -> DeliveryReport:
+        """Deliver what is queued (up to ``timeout``), release the connection.
+
+        Returns the report of the turns submitted since the previous ``aclose`` (an
+        empty one when there were none); :meth:`report` keeps counting every turn.
+        Idempotent; the kit stays usable (a later ``submit`` starts a new queue).
+        """
+        queue, self._queue = self._queue, None
+        report = DeliveryReport()
+        if queue is not None:
+            report = await queue.aclose(timeout)
+            self._closed = _sum(self._closed, report)
+        if self.outbox is not None:
+            self.outbox.release()  # what is left there: the next start delivers it
+        untrack(self)
+        await self.home.aclose()
+        return report
+
+    def _flush_at_exit(self, timeout: float) -> int:
+        # The application's loop has ended: deliver on a fresh one, within the deadline.
+        queue = self._queue
+        if queue is None or not queue.pending:
+            return 0
+        try:
+            # aclose() is bounded itself; the margin covers releasing the connection.
+            asyncio.run(asyncio.wait_for(self.aclose(timeout), timeout + 1.0))
+        except Exception as exc:  # exit goes on whatever happens
+            _logger.warning("flush at exit failed: %s", type(exc).__name__)
+        return queue.pending
+
+
+def _sum(first: DeliveryReport, second: DeliveryReport) -> DeliveryReport:
+    """Two queues' reports as one."""
+    return DeliveryReport(
+        delivered=first.delivered + second.delivered,
+        refused=first.refused + second.refused,
+        pending=first.pending + second.pending,
+        reasons=tuple(dict.fromkeys(first.reasons + second.reasons)),
+    )
+
+
+def _open_outbox(settings: AdapterSettings, home: UserMemory) -> Outbox | None:
+    """The outbox of ``settings`` (or ``MEMORYSYNC_OUTBOX``), None when there is none."""
+    path = resolve_outbox(settings.outbox)
+    if path is None:
+        return None
+    api = home.api
+    destination = "|".join(
+        (api.base_url, api.project_id or "", settings.tenant_id or "", settings.surface)
+    )
+    try:
+        return Outbox(path, destination=destination)
+    except (OSError, sqlite3.Error) as exc:
+        raise ValueError(f"outbox {path!r} cannot be opened as a SQLite file: {exc}") from exc

@@ -153,9 +153,8 @@ def test_multi_user_service_shares_one_client_and_keeps_users_apart(tmp_path: Pa
     # second round, far fewer than one per memory object or per request.
     assert 1 <= number("TCP connections opened to the server") <= 20
     assert number("requests to the server") >= 80
-    construction_ms = re.search(r"mean construction ([0-9.]+) ms", output)
-    assert construction_ms is not None
-    assert float(construction_ms.group(1)) < 5.0  # generous: the goal is "well under 1 ms"
+    # What construction costs is measured in bench/ (many users in one process).
+    assert re.search(r"mean construction ([0-9.]+) ms", output) is not None
 
 
 def test_autogen_quickstart_recalls_the_booking_facts_at_dinner(tmp_path: Path) -> None:

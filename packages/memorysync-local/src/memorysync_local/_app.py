@@ -38,6 +38,7 @@ from memorysync_local._routes_local import add_local_routes
 from memorysync_local._search import render_context
 from memorysync_local._semantic import EmbedderSetting, embedder_or_lexical
 from memorysync_local._store import QuotaExceeded, Store
+from memorysync_local._validity import ReadWindow
 from memorysync_local._version import __version__
 
 DEV_API_KEY = "ms_local_dev_key"
@@ -191,7 +192,9 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         if reads_blocked(who):
             memories: list[dict[str, Any]] = []
         else:
-            memories = store.search(who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K)
+            memories = store.search(
+                who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K, _window(body)
+            )
         return _answer(
             {
                 "context": render_context(memories),
@@ -209,7 +212,7 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         return _answer(
             {
                 "memories": store.search(
-                    who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K
+                    who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K, _window(body)
                 )
             }
         )
@@ -240,8 +243,10 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         who: Auth,
         limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        history: Annotated[bool, Query(description="superseded memories too")] = False,
     ) -> Response:
-        """Every memory of the user, newest first (``limit=0``: no limit).
+        """Every current memory of the user, newest first (``limit=0``: no limit);
+        with ``history=true`` the superseded ones too (an extension).
 
         Each id is one percent-encoded path segment (``a%2Fb`` is the id ``a/b``,
         ``%2E%2E`` the id ``..``).
@@ -250,7 +255,9 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         own(who, tenant_id)
         if reads_blocked(who):
             return _answer({"memories": [], "total": 0})
-        memories, total = store.list_memories(tenant_id, user_id, limit, offset)
+        memories, total = store.list_memories(
+            tenant_id, user_id, limit, offset, ReadWindow(history=history)
+        )
         return _answer({"memories": memories, "total": total})
 
     @app.delete("/memory/forget", tags=["memory"], response_model=list[int])
@@ -324,6 +331,11 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
                 delete_derived_facts=body.delete_derived_facts,
             )
         )
+
+
+def _window(body: RecallBody) -> ReadWindow:
+    """The memories a recall or query body asks for (current ones unless ``history``)."""
+    return ReadWindow(history=body.history, since=body.since, until=body.until)
 
 
 _LIST_PREFIX = b"/v1/memory/"

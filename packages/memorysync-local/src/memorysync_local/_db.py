@@ -20,8 +20,9 @@ from pathlib import Path
 from memorysync_local._backfill import backfill_stems
 from memorysync_local._stemming import index_text, owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
+from memorysync_local._validity import backfill_attributes
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 BUSY_TIMEOUT_SECONDS = 30.0
 # History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
 HISTORY_ID_BASE = 1_000_000_000_000
@@ -184,9 +185,26 @@ _MIGRATIONS: dict[int, str] = {
         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;
     END;
     """,
+    # Memory that stays true (memorysync_local._validity): when each memory was said,
+    # the attribute it states, and, once a newer fact or a retraction closed it, when
+    # it stopped holding and what replaced it (valid_until NULL = current). Existing
+    # memories are said when written; their attributes are filled by
+    # backfill_attributes (_AFTER), which also supersedes all but the newest.
+    7: """
+    ALTER TABLE memories ADD COLUMN said_at TEXT;
+    ALTER TABLE memories ADD COLUMN attribute TEXT;
+    ALTER TABLE memories ADD COLUMN valid_until TEXT;
+    ALTER TABLE memories ADD COLUMN superseded_by INTEGER;
+    UPDATE memories SET said_at = created_at;
+    CREATE INDEX memories_current_attribute ON memories (tenant_id, user_id, attribute)
+        WHERE valid_until IS NULL AND attribute IS NOT NULL;
+    """,
 }
 # Python steps that run after a version's statements, in the same transaction.
-_AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {3: backfill_stems}
+_AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {
+    3: backfill_stems,
+    7: backfill_attributes,
+}
 
 
 class Database:

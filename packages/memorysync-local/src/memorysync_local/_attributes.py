@@ -129,7 +129,7 @@ RULES: tuple[AttributeRule, ...] = (
         r"(?:started|got)\s+a\s+(?:new\s+)?job\s+at)\s+(?P<value>.+)",
     ),
     AttributeRule(
-        "employer", rf"^is\s+{_ADVERBS}(?:employed|working)\s+(?:at|by|for)\s+(?P<value>.+)"
+        "employer", rf"^(?:is\s+)?{_ADVERBS}(?:employed|working)\s+(?:at|by|for)\s+(?P<value>.+)"
     ),
     AttributeRule("vehicle", rf"^{_ADVERBS}(?:drives|rides)\s+(?P<value>.+)"),
     AttributeRule("vehicle", rf"^user's\s+{_VEHICLES}\s+is\s+(?:an?\s+)?(?P<value>.+)"),
@@ -178,6 +178,37 @@ def classify(text: str) -> tuple[str, str] | None:
         if found is not None and found[1]:
             return found
     return None
+
+
+# Words a question about each attribute uses, indexed with the fact's own (schema 7),
+# so "Where do I live?" finds "Moved to Toronto" and "Where do I work?" finds
+# "Got a new job at Shopify". A slot adds its own word ("name:sister": "sister").
+_ATTRIBUTE_WORDS = {
+    "residence": "live home",
+    "diet": "diet eat",
+    "age": "age old",
+    "partner": "partner",
+    "name": "name",
+    "favourite": "favourite",
+    "job": "job work",
+    "employer": "work job employer",
+    "vehicle": "car drive",
+    "languages": "language speak",
+    "pets": "pet",
+    "allergies": "allergy allergic",
+}
+
+
+def attribute_words(key: object) -> str:
+    """The words indexed with a fact on attribute ``key`` ("" for none).
+
+    >>> attribute_words("name:sister")
+    'name sister'
+    """
+    if not isinstance(key, str):
+        return ""
+    base, _, slot = key.partition(":")
+    return " ".join(w for w in (_ATTRIBUTE_WORDS.get(base, ""), slot) if w)
 
 
 def is_multi_valued(key: str) -> bool:

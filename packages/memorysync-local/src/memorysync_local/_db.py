@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memorysync_local._attributes import attribute_words
 from memorysync_local._backfill import backfill_stems
 from memorysync_local._stemming import index_text, owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
@@ -187,7 +188,8 @@ _MIGRATIONS: dict[int, str] = {
     """,
     # Memory that stays true (memorysync_local._validity): when each memory was said,
     # the attribute it states, and, once a newer fact or a retraction closed it, when
-    # it stopped holding and what replaced it (valid_until NULL = current). Existing
+    # it stopped holding and what replaced it (valid_until NULL = current). A memory's
+    # stems also index its attribute's words (_attributes.attribute_words). Existing
     # memories are said when written; their attributes are filled by
     # backfill_attributes (_AFTER), which also supersedes all but the newest.
     7: """
@@ -198,6 +200,15 @@ _MIGRATIONS: dict[int, str] = {
     UPDATE memories SET said_at = created_at;
     CREATE INDEX memories_current_attribute ON memories (tenant_id, user_id, attribute)
         WHERE valid_until IS NULL AND attribute IS NOT NULL;
+    DROP TRIGGER memories_stems_ai;
+    CREATE TRIGGER memories_stems_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_stems (rowid, owner, stems)
+        VALUES (
+            new.id,
+            ms_owner(new.tenant_id, new.user_id),
+            ms_stems(new.text || ' ' || ms_attribute_words(new.attribute))
+        );
+    END;
     """,
 }
 # Python steps that run after a version's statements, in the same transaction.
@@ -245,6 +256,7 @@ class Database:
         # The stems index's triggers compute each memory's stems and owner token.
         conn.create_function("ms_stems", 1, index_text, deterministic=True)
         conn.create_function("ms_owner", 2, owner_token, deterministic=True)
+        conn.create_function("ms_attribute_words", 1, attribute_words, deterministic=True)
         if not self._memory:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memorysync_local._attributes import classify, is_multi_valued
+from memorysync_local._attributes import attribute_words, classify, is_multi_valued
 from memorysync_local._extract import Retraction
 from memorysync_local._stemming import Matcher, index_text, query_stems
 
@@ -162,15 +162,22 @@ def _close(
 
 
 def backfill_attributes(conn: sqlite3.Connection) -> int:
-    """Schema 7's upgrade step: classify every stored memory, then keep only the newest
+    """Schema 7's upgrade step: classify every stored memory (and index its attribute's
+    words with its stems), then keep only the newest
     current fact per user on each single-valued attribute (each older one superseded by
     the next); how many memories were classified."""
     found = [
-        (key[0], int(row[0]))
+        (key[0], int(row[0]), str(row[1]))
         for row in conn.execute("SELECT id, text FROM memories")
         if (key := classify(str(row[1]))) is not None
     ]
-    conn.executemany("UPDATE memories SET attribute = ? WHERE id = ?", found)
+    conn.executemany(
+        "UPDATE memories SET attribute = ? WHERE id = ?", [(key, i) for key, i, _ in found]
+    )
+    conn.executemany(
+        "UPDATE memories_stems SET stems = ? WHERE rowid = ?",
+        [(index_text(f"{text} {attribute_words(key)}"), i) for key, i, text in found],
+    )
     groups: dict[tuple[str, str, str], list[tuple[str, int]]] = defaultdict(list)
     for row in conn.execute(
         "SELECT tenant_id, user_id, attribute, said_at, id FROM memories "

@@ -27,6 +27,7 @@ EVERY_SETTING: dict[str, Any] = {
     "min_score": 0.4,
     "max_context_chars": 900,
     "transcript": False,
+    "said_template": " (said {date})",
 }
 assert set(EVERY_SETTING) | {"api_key", "base_url", "transport"} == set(SETTING_DEFAULTS)
 

@@ -38,6 +38,8 @@ EXPECTED = {
     "RecalledMemory",
     "ResponseFormatError",
     "RetryPolicy",
+    "Moment",
+    "SAID_TEMPLATE",
     "SaveOutcome",
     "ServerError",
     "SyncUserMemory",

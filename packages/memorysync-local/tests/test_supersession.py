@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from memorysync_local import embedded
 from memorysync_local import _db as db_module
+from memorysync_local import embedded
 
 T = "local"
 LIST = f"/v1/memory/{T}/ana/list"
@@ -47,7 +47,8 @@ async def test_a_newer_fact_supersedes_the_current_one(client: httpx.AsyncClient
     await tell(client, "I live in Lisbon with my two cats.", "2025-02-01T10:00:00Z")
     await tell(client, "I moved to Toronto last year.", "2026-03-14T09:30:00Z")
     answer = await recall(client, "Where do I live now?")
-    assert "Toronto" in answer["context"] and "Lisbon" not in answer["context"]
+    assert "Toronto" in answer["context"]
+    assert "Lisbon" not in answer["context"]
     assert [m["state"] for m in answer["memories"]] == ["current"]
 
     both = await recall(client, "Where do I live now? Lisbon or Toronto?", history=True)
@@ -58,7 +59,8 @@ async def test_a_newer_fact_supersedes_the_current_one(client: httpx.AsyncClient
     assert lisbon["superseded_by"] == toronto["memory_id"]
     assert lisbon["valid_until"] == toronto["said_at"] == "2026-03-14T09:30:00.000000Z"
     assert lisbon["said_at"] == "2025-02-01T10:00:00.000000Z"
-    assert toronto["state"] == "current" and "valid_until" not in toronto
+    assert toronto["state"] == "current"
+    assert "valid_until" not in toronto
 
 
 async def test_the_list_route_shows_history_only_when_asked(client: httpx.AsyncClient) -> None:
@@ -80,8 +82,11 @@ async def test_a_retraction_closes_the_fact_and_adds_none(client: httpx.AsyncCli
     await tell(client, "I'm allergic to peanuts.")
     await tell(client, "I don't live in Lisbon any more.")
     assert [m["text"] for m in (await listed(client))["memories"]] == ["Allergic to peanuts"]
-    [lisbon] = [m for m in (await listed(client, history="true"))["memories"] if "Lisbon" in m["text"]]
-    assert lisbon["state"] == "superseded" and lisbon["superseded_by"] is None
+    [lisbon] = [
+        m for m in (await listed(client, history="true"))["memories"] if "Lisbon" in m["text"]
+    ]
+    assert lisbon["state"] == "superseded"
+    assert lisbon["superseded_by"] is None
     assert (await recall(client, "Where do I live?"))["memories"] == []
 
 
@@ -108,7 +113,9 @@ async def test_a_fact_said_earlier_but_arriving_later_stays_history(
     await tell(client, "I live in Lisbon.", "2025-01-01T00:00:00Z")
     current = (await listed(client))["memories"]
     assert [m["text"] for m in current] == ["Lives in Toronto"]
-    [late] = [m for m in (await listed(client, history="true"))["memories"] if m["state"] != "current"]
+    [late] = [
+        m for m in (await listed(client, history="true"))["memories"] if m["state"] != "current"
+    ]
     assert late["text"] == "Lives in Lisbon"
     assert late["superseded_by"] == current[0]["memory_id"]
 
@@ -160,8 +167,16 @@ async def test_history_appends_carry_the_turns_time(client: httpx.AsyncClient) -
             "session_id": "s1",
             "source": "test",
             "turns": [
-                {"role": "user", "content": "I live in Lisbon.", "occurred_at": "2025-05-05T00:00:00Z"},
-                {"role": "user", "content": "I moved to Porto.", "occurred_at": "2025-06-06T00:00:00Z"},
+                {
+                    "role": "user",
+                    "content": "I live in Lisbon.",
+                    "occurred_at": "2025-05-05T00:00:00Z",
+                },
+                {
+                    "role": "user",
+                    "content": "I moved to Porto.",
+                    "occurred_at": "2025-06-06T00:00:00Z",
+                },
             ],
         },
     )

@@ -49,3 +49,6 @@ class MemorySyncMemoryConfig(BaseModel):
     transcript: bool = Field(
         default=True, description="add_turn_pair stores both turns in the session transcript."
     )
+    said_template: str | None = Field(
+        default=None, description="Per-line suffix with {date}, e.g. ' (said {date})'."
+    )

@@ -49,7 +49,7 @@ from ._errors import (
     ValidationError,
 )
 from ._recall import RecallResult, recall_within_budget
-from ._render import DEFAULT_CONTEXT_TEMPLATE, ContextRenderer, RecalledMemory
+from ._render import DEFAULT_CONTEXT_TEMPLATE, SAID_TEMPLATE, ContextRenderer, RecalledMemory
 from ._retry import RetryPolicy, call_with_retries
 from ._seeds import (
     MAX_TEXT_CHARS,
@@ -74,11 +74,13 @@ from ._users_data import (
     UsersDataMethods,
 )
 from ._version import __version__
+from ._window import Moment
 
 __all__ = [
     "DEFAULT_CONTEXT_TEMPLATE",
     "EXPORT_SCHEMA",
     "MAX_TEXT_CHARS",
+    "SAID_TEMPLATE",
     "SETTING_DEFAULTS",
     "TOOL_TEXTS",
     "APIConnectionError",
@@ -98,6 +100,7 @@ __all__ = [
     "MemoryPage",
     "MemorySyncAPI",
     "MemorySyncError",
+    "Moment",
     "NotFoundError",
     "RateLimitError",
     "RecallResult",

@@ -67,7 +67,9 @@ class AdapterOptions(TypedDict, total=False):
     resolution), ``transport`` (an ``httpx`` transport: tests, the embedded server).
     ``min_score`` and ``max_context_chars``: client-side filters on the block.
     ``transcript``: an exchange goes to the session transcript (True) or only the
-    user's turn to fact extraction (False).
+    user's turn to fact extraction (False). ``said_template``: appended to each line of
+    the block with ``{date}`` = the day the fact was said (e.g. ``" (said {date})"``);
+    None (the default) shows no dates.
     """
 
     session_id: str
@@ -85,6 +87,7 @@ class AdapterOptions(TypedDict, total=False):
     min_score: float | None
     max_context_chars: int | None
     transcript: bool
+    said_template: str | None
 
 
 SETTING_DEFAULTS: dict[str, Any] = {
@@ -103,6 +106,7 @@ SETTING_DEFAULTS: dict[str, Any] = {
     "min_score": None,
     "max_context_chars": None,
     "transcript": True,
+    "said_template": None,
 }
 # Live or secret: never written into a serialized configuration.
 NOT_SERIALIZED = frozenset({"api_key", "transport"})
@@ -113,7 +117,8 @@ class AdapterSettings:
     """One adapter instance's validated settings (the key kept out of repr).
 
     Read any setting as an attribute (``settings.top_k``); ``renderer`` is the block
-    renderer made from ``context_template``, ``min_score`` and ``max_context_chars``.
+    renderer made from ``context_template``, ``min_score``, ``max_context_chars`` and
+    ``said_template``.
     :meth:`open` builds a fresh client and :class:`UserMemory` from them (the sync face
     calls it again after a ``fork``).
 
@@ -140,6 +145,7 @@ class AdapterSettings:
     min_score: float | None
     max_context_chars: int | None
     transcript: bool
+    said_template: str | None
     renderer: ContextRenderer
 
     @classmethod
@@ -185,6 +191,7 @@ class AdapterSettings:
             template=DEFAULT_CONTEXT_TEMPLATE if template is None else template,
             min_score=values["min_score"],
             max_context_chars=values["max_context_chars"],
+            said_template=values["said_template"],
         )
         values["context_template"] = None if template == DEFAULT_CONTEXT_TEMPLATE else template
         values["min_prompt_chars"] = check_min_prompt_chars(values["min_prompt_chars"])

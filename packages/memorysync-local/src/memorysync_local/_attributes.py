@@ -147,9 +147,7 @@ RULES: tuple[AttributeRule, ...] = (
         rf"(?:new\s+)?(?P<value>{_PETS})s?\b",
         multi=True,
     ),
-    AttributeRule(
-        "allergies", rf"^(?:is\s+)?{_ADVERBS}allergic\s+to\s+(?P<value>.+)", multi=True
-    ),
+    AttributeRule("allergies", rf"^(?:is\s+)?{_ADVERBS}allergic\s+to\s+(?P<value>.+)", multi=True),
     AttributeRule(
         "allergies", rf"^{_ADVERBS}has\s+an?\s+(?P<value>[\w -]+?)\s+allergy", multi=True
     ),

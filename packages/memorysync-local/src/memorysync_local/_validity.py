@@ -19,6 +19,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from memorysync_local._attributes import attribute_words, classify, is_multi_valued
@@ -186,6 +187,6 @@ def backfill_attributes(conn: sqlite3.Connection) -> int:
         if not is_multi_valued(str(row[2])):
             groups[(row[0], row[1], row[2])].append((str(row[3]), int(row[4])))
     for facts in groups.values():
-        for (_, older), (said, newer) in zip(facts, facts[1:]):
+        for (_, older), (said, newer) in pairwise(facts):
             _close(conn, [older], said, newer)
     return len(found)

@@ -29,12 +29,17 @@ async def memory(fake_server: FakeServer) -> AsyncIterator[UserMemory]:
 
 
 def test_said_at_is_read_from_said_at_else_created_at() -> None:
-    said = RecalledMemory.parse({"value": "x", "said_at": "2026-03-14T09:00:00Z"})
-    created = RecalledMemory.parse({"value": "x", "created_at": "2026-01-02T00:00:00Z"})
-    neither = RecalledMemory.parse({"value": "x"})
-    assert said is not None and said.said_at == "2026-03-14T09:00:00Z"
-    assert created is not None and created.said_at == "2026-01-02T00:00:00Z"
-    assert neither is not None and neither.said_at is None
+    items = [
+        {"value": "x", "said_at": "2026-03-14T09:00:00Z", "created_at": "2026-03-15"},
+        {"value": "x", "created_at": "2026-01-02T00:00:00Z"},
+        {"value": "x"},
+    ]
+    parsed = [RecalledMemory.parse(item) for item in items]
+    assert [m.said_at if m else "unparsed" for m in parsed] == [
+        "2026-03-14T09:00:00Z",
+        "2026-01-02T00:00:00Z",
+        None,
+    ]
 
 
 def test_said_template_is_off_by_default() -> None:

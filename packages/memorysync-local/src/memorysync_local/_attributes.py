@@ -192,7 +192,7 @@ _ATTRIBUTE_WORDS = {
     "employer": "work job employer",
     "vehicle": "car drive",
     "languages": "language speak",
-    "pets": "pet",
+    "pets": "pet animal",
     "allergies": "allergy allergic",
 }
 

@@ -161,6 +161,32 @@ def test_classic_capability_and_v1_middleware_share_one_users_memories(served_lo
     assert [r["seq"] for r in rows] == sorted(r["seq"] for r in rows)
 
 
+async def test_a_move_replaces_the_old_city_and_the_export_keeps_both(served_local_server):
+    """Issue 25 through ag2 1.x: each conversation in its own process; the third's block
+    names Toronto, not Lisbon; the middleware's export holds both, Lisbon superseded."""
+    from ag2_memorysync.v1 import MemorySyncMiddleware
+
+    server = served_local_server
+    run(V1_TURN, server, "monday", "I live in Lisbon.", "Noted.")
+    run(V1_TURN, server, "tuesday", "I moved to Toronto last year.", "Noted.")
+    third = run(V1_TURN, server, "wednesday", "Where do I live now?", "Toronto.")
+    [block] = [part for part in third["prompt"] if "<user_memories>" in part]
+    assert "Toronto" in block
+    assert "Lisbon" not in block
+
+    memory = MemorySyncMiddleware(user_id="ana", api_key=server.api_key, base_url=server.base_url)
+    try:
+        export = await memory.export()
+    finally:
+        await memory.aclose()
+    by_text = {m["text"]: m for m in export["memories"]}
+    assert set(by_text) == {"Lives in Lisbon", "Moved to Toronto last year"}
+    lisbon, toronto = by_text["Lives in Lisbon"], by_text["Moved to Toronto last year"]
+    assert lisbon["state"] == "superseded"
+    assert lisbon["superseded_by"] == toronto["memory_id"]
+    assert toronto["state"] == "current"
+
+
 def test_the_v1_quickstart_runs_offline_and_shows_mondays_facts_on_tuesday(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "ag2_v1_quickstart.py")],

@@ -4,6 +4,8 @@ Over the embedded transport and over real HTTP (the ``client`` fixture)."""
 
 from __future__ import annotations
 
+import io
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -13,6 +15,9 @@ import httpx
 import pytest
 
 from memorysync_local import _db as db_module
+from memorysync_local._cli import build_parser
+from memorysync_local._cli_data import run_data_command
+from memorysync_local._users import export_user, forget_user
 from memorysync_local import embedded
 
 T = "local"
@@ -183,6 +188,24 @@ async def test_history_appends_carry_the_turns_time(client: httpx.AsyncClient) -
     assert answer.status_code == 200, answer.text
     [porto] = (await listed(client))["memories"]
     assert (porto["text"], porto["said_at"]) == ("Moved to Porto", "2025-06-06T00:00:00.000000Z")
+
+
+async def test_the_cli_the_inspector_route_and_the_export_show_the_history(
+    client: httpx.AsyncClient, server: Any
+) -> None:
+    await tell(client, "I live in Lisbon.")
+    await tell(client, "I moved to Toronto.")
+    out = io.StringIO()
+    args = build_parser().parse_args(["memories", "ana", "--db", server.db_path, "--json"])
+    assert run_data_command(args, out) == 0
+    listed = [(m["text"], m["state"]) for m in json.loads(out.getvalue())]
+    assert listed == [("Moved to Toronto", "current"), ("Lives in Lisbon", "superseded")]
+    inspector = await client.get("/x-local/v1/memories", params={"user_id": "ana"})
+    assert [m["state"] for m in inspector.json()["memories"]] == ["current", "superseded"]
+    export = export_user(server.store.db, T, "ana")
+    [lisbon, toronto] = export["memories"]
+    assert (lisbon["text"], lisbon["superseded_by"]) == ("Lives in Lisbon", toronto["memory_id"])
+    assert forget_user(server.store.db, T, "ana")["memories"] == 2  # the history too
 
 
 def test_an_upgrade_classifies_stored_memories_and_keeps_the_newest(

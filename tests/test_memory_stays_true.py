@@ -25,6 +25,8 @@ from agent_framework_memorysync import MemorySyncContextProvider
 from autogen_memorysync import MemorySyncMemory
 
 NOWHERE = "http://127.0.0.1:9"  # only the served server given on the command line answers
+# Each conversation's recall budget (recall_timeout=30 in the scripts): a fresh process on
+# a loaded machine can take over the default 1.2 s; what is recalled is the point here.
 
 AUTOGEN_TURN = """
 import asyncio, json, sys
@@ -35,7 +37,7 @@ from autogen_memorysync import MemorySyncMemory
 async def main():
     base_url, api_key, session, message = sys.argv[1:5]
     memory = MemorySyncMemory(user_id="ana", session_id=session,
-                              api_key=api_key, base_url=base_url)
+                              api_key=api_key, base_url=base_url, recall_timeout=30)
     client = ReplayChatCompletionClient(["Noted."])
     agent = AssistantAgent("assistant", model_client=client, memory=[memory])
     await agent.run(task=message)
@@ -55,7 +57,7 @@ from ag2_memorysync import MemorySyncCapability
 
 base_url, api_key, session, message = sys.argv[1:5]
 memory = MemorySyncCapability(user_id="ana", session_id=session,
-                              api_key=api_key, base_url=base_url)
+                              api_key=api_key, base_url=base_url, recall_timeout=30)
 llm_config = {"config_list": [{"model": "gpt-4o-mini", "api_key": "sk-test-not-used"}]}
 assistant = ConversableAgent("assistant", llm_config=llm_config, human_input_mode="NEVER")
 user = UserProxyAgent("ana", human_input_mode="NEVER", code_execution_config=False)
@@ -92,8 +94,9 @@ class Scripted(BaseChatClient):
 async def main():
     base_url, api_key, session, message = sys.argv[1:5]
     client = Scripted()
-    async with MemorySyncContextProvider(user_id="ana", session_id=session,
-                                         api_key=api_key, base_url=base_url) as memory:
+    memory = MemorySyncContextProvider(user_id="ana", session_id=session, api_key=api_key,
+                                       base_url=base_url, recall_timeout=30)
+    async with memory:
         agent = Agent(client, instructions="You help.", context_providers=[memory])
         await agent.run(message, session=agent.create_session())
     print(json.dumps({"shown": client.seen[-1]}))

@@ -15,10 +15,10 @@ import httpx
 import pytest
 
 from memorysync_local import _db as db_module
+from memorysync_local import embedded
 from memorysync_local._cli import build_parser
 from memorysync_local._cli_data import run_data_command
 from memorysync_local._users import export_user, forget_user
-from memorysync_local import embedded
 
 T = "local"
 LIST = f"/v1/memory/{T}/ana/list"

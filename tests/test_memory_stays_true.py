@@ -133,6 +133,7 @@ def run(script: str, server: Any, session: str, message: str) -> str:
     return shown
 
 
+@pytest.mark.timeout(600)  # three fresh interpreters that import a framework each
 @pytest.mark.parametrize("adapter", SCRIPTS)
 async def test_a_move_replaces_the_old_city_and_the_export_keeps_both(
     adapter: str, served_local_server: Any

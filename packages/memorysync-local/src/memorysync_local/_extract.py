@@ -46,6 +46,8 @@ class Fact:
     kind: FactKind = "other"
     # The attribute the fact states (``_attributes.classify``): decides what it supersedes.
     attribute: str | None = field(default=None, repr=False, compare=False)
+    # The memory this fact replaces, when an extractor decided so (the LLM's UPDATE).
+    replaces: int | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,14 @@ class Retraction:
 
     ``text`` is the denied fact rewritten about the user ("Lives in Lisbon"), with its
     ``attribute`` and ``value`` when a rule reads one; an empty ``text`` denies the
-    user's most recently said fact ("that's not true any more").
+    user's most recently said fact ("that's not true any more"). ``memory_id`` names
+    the memory to close outright, when an extractor decided so (the LLM's DELETE).
     """
 
     text: str = ""
     attribute: str | None = None
     value: str | None = None
+    memory_id: int | None = None
 
 
 @dataclass(frozen=True)

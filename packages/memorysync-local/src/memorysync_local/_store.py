@@ -20,8 +20,9 @@ from typing import Any, Literal
 
 from memorysync_local._db import HISTORY_ID_BASE, Database
 from memorysync_local._embedding import Embedder
-from memorysync_local._extract import Extraction, Extractor, Fact
+from memorysync_local._extract import Extraction, Extractor, Fact, RuleBasedExtractor
 from memorysync_local._jobs import JobRunner
+from memorysync_local._llm_extract import RelatedMemory
 from memorysync_local._plans import Caller
 from memorysync_local._recall import TermStats, lexical
 from memorysync_local._timeutil import (
@@ -41,6 +42,8 @@ logger = logging.getLogger("memorysync.local")
 Meter = Literal["ok", "silent", "refused"]
 # How long close() lets background extraction drain before leaving the rest stored.
 DRAIN_SECONDS = 5.0
+# Tells filler apart before a deciding extractor's background job is stored.
+_RULES = RuleBasedExtractor()
 # Recall re-ranks the best BM25 candidates; this many at least, whatever k is.
 _MIN_CANDIDATES = 50
 
@@ -241,7 +244,9 @@ class Store:
                 ),
             )
             ids.append(int(cursor.lastrowid or 0))
-            supersede(conn, ctx.tenant_id, ctx.user_id, ids[-1], fact.attribute, said_at)
+            supersede(
+                conn, ctx.tenant_id, ctx.user_id, ids[-1], fact.attribute, said_at, fact.replaces
+            )
         unembedded = getattr(self._unembedded, "rows", None)
         if unembedded is not None:
             unembedded.extend(zip(ids, (fact.text for fact in facts), strict=True))
@@ -300,7 +305,9 @@ class Store:
         if job is None:
             return False
         ctx = FactContext(**json.loads(job["context"]))
-        extraction = self._extract(str(job["text"]))
+        with self.db.connection() as conn:
+            related = self._related(conn, ctx, str(job["text"]))
+        extraction = self._extract(str(job["text"]), related)
         with self._write() as conn:
             if conn.execute("DELETE FROM extraction_jobs WHERE id = ?", (job["id"],)).rowcount:
                 # A turn deleted meanwhile (with its facts) gets none afterwards.
@@ -312,8 +319,29 @@ class Store:
                     self._apply(conn, extraction, ctx)
         return True
 
-    def _extract(self, text: str) -> Extraction:
+    def _related(
+        self, conn: sqlite3.Connection, ctx: FactContext, text: str
+    ) -> list[RelatedMemory]:
+        """For an extractor that decides updates (``wants_related``): the user's current
+        memories that match the turn's words, then their newest, at most 20."""
+        if not getattr(self.extractor, "wants_related", False):
+            return []
+        found = [row for row, _ in lexical(conn, ctx.tenant_id, ctx.user_id, text, 20)]
+        found += conn.execute(
+            "SELECT * FROM memories WHERE tenant_id = ? AND user_id = ? AND valid_until IS NULL "
+            "ORDER BY said_at DESC, id DESC LIMIT 20",
+            (ctx.tenant_id, ctx.user_id),
+        ).fetchall()
+        related: dict[int, RelatedMemory] = {}
+        for row in found:
+            if row["valid_until"] is None:
+                related.setdefault(int(row["id"]), RelatedMemory(int(row["id"]), str(row["text"])))
+        return list(related.values())[:20]
+
+    def _extract(self, text: str, related: Sequence[RelatedMemory] = ()) -> Extraction:
         try:
+            if getattr(self.extractor, "wants_related", False):
+                return self.extractor.extract(text, related=related)  # type: ignore[call-arg]
             return self.extractor.extract(text)
         except Exception:
             logger.exception("the extractor failed; the turn stores nothing")
@@ -402,7 +430,13 @@ class Store:
         self, conn: sqlite3.Connection, text: str, ctx: FactContext
     ) -> tuple[str, bool]:
         """Run (or schedule) extraction inside the write; (processing_status, schedule)."""
-        extraction = self._extract(text)
+        if self.async_extraction and getattr(self.extractor, "wants_related", False):
+            # A deciding (LLM) extractor runs once, in the job; the rules tell filler apart.
+            if _RULES.extract(text).low_value:
+                return "skipped_low_value", False
+            self._store_job(conn, text, ctx)
+            return "distilling", True
+        extraction = self._extract(text, self._related(conn, ctx, text))
         if extraction.low_value:
             return "skipped_low_value", False
         if self.async_extraction:
@@ -648,7 +682,9 @@ class Store:
                             self._store_job(conn, str(row["content"]), ctx)
                             scheduled = True
                         else:
-                            self._apply(conn, self._extract(str(row["content"])), ctx)
+                            content = str(row["content"])
+                            related = self._related(conn, ctx, content)
+                            self._apply(conn, self._extract(content, related), ctx)
         if meter == "refused":
             raise QuotaExceeded(self.retry_after())
         if meter == "silent":

@@ -86,8 +86,19 @@ def supersede(
     memory_id: int,
     attribute: str | None,
     said_at: str,
+    replaces: int | None = None,
 ) -> list[int]:
-    """Apply a new memory's attribute: the ids it superseded (in the caller's write)."""
+    """Apply a new memory's attribute (or the memory it ``replaces``, an extractor's
+    decision): the ids it superseded (in the caller's write)."""
+    if replaces is not None:
+        named = conn.execute(
+            "SELECT id FROM memories WHERE id = ? AND tenant_id = ? AND user_id = ? "
+            "AND valid_until IS NULL",
+            (replaces, tenant, user_id),
+        ).fetchone()
+        closed = [] if named is None else [replaces]
+        _close(conn, closed, said_at, memory_id)
+        return closed
     if attribute is None or is_multi_valued(attribute):
         return []
     scope = (tenant, user_id, attribute, memory_id)
@@ -119,14 +130,17 @@ def retract(
 
     A retraction with an attribute closes the current facts on it that name its value;
     without a match there (or an attribute), the current facts that contain every word
-    of the denied fact; an empty one closes the most recently said current fact.
+    of the denied fact; an empty one closes the most recently said current fact; one
+    with a ``memory_id`` closes that memory (when it is the user's and current).
     """
     rows = conn.execute(
         "SELECT id, text, attribute FROM memories WHERE tenant_id = ? AND user_id = ? "
         "AND valid_until IS NULL AND said_at <= ? ORDER BY said_at DESC, id DESC",
         (tenant, user_id, said_at),
     ).fetchall()
-    if not retraction.text:
+    if retraction.memory_id is not None:
+        closed = [int(r["id"]) for r in rows if int(r["id"]) == retraction.memory_id]
+    elif not retraction.text:
         closed = [int(rows[0]["id"])] if rows else []
     else:
         closed = _by_value(rows, retraction) or _by_words(rows, retraction.text)

@@ -139,3 +139,25 @@ def test_extractor_specs(spec: str, parsed: tuple[str, str | None]) -> None:
 def test_a_bad_extractor_spec_names_the_choices() -> None:
     with pytest.raises(ValueError, match="'llama' is not one of rules, openai"):
         parse_extractor_spec("llama")
+
+
+def test_embedded_takes_the_spec_and_reads_the_endpoint_from_the_environment(
+    fake_server: FakeServer, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", chat_base_url(fake_server))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    fake_server.script(CHAT_ROUTE, [decisions({"event": "ADD", "id": None, "text": "Likes tea"})])
+    with embedded(str(tmp_path / "spec.db"), extractor="openai:gpt-test") as local:
+        tell(local, "I like tea.")
+        assert [m["text"] for m in listed(local)] == ["Likes tea"]
+        local.store.extractor.close()
+    assert fake_server.requests_to(CHAT_ROUTE)[0].json["model"] == "gpt-test"
+
+
+def test_serve_refuses_an_unknown_extractor_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from memorysync_local._cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--db", ":memory:", "--extractor", "llama"])
+    assert exit_info.value.code == 2
+    assert "extractor 'llama' is not one of rules, openai[:MODEL]" in capsys.readouterr().err

@@ -19,8 +19,9 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Reques
 
 from memorysync_local._end_user import CAPABILITY, read_end_user
 from memorysync_local._errors import install_error_handlers
-from memorysync_local._extract import Extractor, RuleBasedExtractor
+from memorysync_local._extract import Extractor
 from memorysync_local._guard import BODY_TIMEOUT_SECONDS, GuardMiddleware
+from memorysync_local._llm_extract import load_extractor
 from memorysync_local._models import (
     ERROR_RESPONSES,
     MAX_INT,
@@ -52,7 +53,7 @@ def create_app(
     eval_keys: Iterable[str] = (),
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
-    extractor: Extractor | None = None,
+    extractor: Extractor | str | None = None,
     body_timeout: float = BODY_TIMEOUT_SECONDS,
     embedder: EmbedderSetting = None,
 ) -> FastAPI:
@@ -68,7 +69,9 @@ def create_app(
     ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
     ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
     ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
-    server recalls lexically.
+    server recalls lexically. ``extractor`` is an ``Extractor`` or a spec, ``"rules"``
+    (the default) or ``"openai[:MODEL]"`` (the opt-in LLM extractor, which falls back
+    to the rules on any failure).
 
     The store is closed by ``app.state.store.close()`` (the app has no lifespan).
 
@@ -87,7 +90,7 @@ def create_app(
     )
     store = Store(
         db_path,
-        extractor or RuleBasedExtractor(),
+        load_extractor(extractor),
         async_extraction=async_extraction,
         embedder=embedder_or_lexical(embedder),
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import httpx
 
 from memorysync_local._attributes import classify
-from memorysync_local._extract import Extraction, Fact, Retraction, RuleBasedExtractor
+from memorysync_local._extract import Extraction, Extractor, Fact, Retraction, RuleBasedExtractor
 
 logger = logging.getLogger("memorysync.local")
 
@@ -173,6 +174,24 @@ def _extraction(decisions: Sequence[dict[str, Any]], known: set[int]) -> Extract
             replaces = memory_id if event == "UPDATE" else None
             facts.append(Fact(fact_text, attribute=found[0] if found else None, replaces=replaces))
     return Extraction(facts=tuple(facts), low_value=not decisions, retractions=tuple(retractions))
+
+
+def load_extractor(setting: Extractor | str | None) -> Extractor:
+    """An extractor as given, or the one a spec names: ``rules`` (the default) or
+    ``openai[:MODEL]``, which reads ``OPENAI_BASE_URL`` (default
+    ``https://api.openai.com/v1``) and ``OPENAI_API_KEY`` from the environment."""
+    if setting is None:
+        return RuleBasedExtractor()
+    if not isinstance(setting, str):
+        return setting
+    kind, model = parse_extractor_spec(setting)
+    if kind == "rules":
+        return RuleBasedExtractor()
+    return OpenAIExtractor(
+        model or DEFAULT_MODEL,
+        base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+        api_key=os.environ.get("OPENAI_API_KEY"),
+    )
 
 
 def parse_extractor_spec(spec: str) -> tuple[str, str | None]:

@@ -161,3 +161,19 @@ def test_serve_refuses_an_unknown_extractor_by_name(capsys: pytest.CaptureFixtur
         main(["serve", "--db", ":memory:", "--extractor", "llama"])
     assert exit_info.value.code == 2
     assert "extractor 'llama' is not one of rules, openai[:MODEL]" in capsys.readouterr().err
+
+
+def test_in_the_background_the_model_is_called_once_per_turn_and_never_for_filler(
+    fake_server: FakeServer, tmp_path: Any
+) -> None:
+    extractor = OpenAIExtractor(base_url=chat_base_url(fake_server), api_key=KEY, timeout=2.0)
+    fake_server.set_default(
+        CHAT_ROUTE, decisions({"event": "ADD", "id": None, "text": "Likes green tea"})
+    )
+    with embedded(str(tmp_path / "bg.db"), extractor=extractor, async_extraction=True) as local:
+        assert tell(local, "I like green tea.")["processing_status"] == "distilling"
+        assert tell(local, "ok, thanks!")["processing_status"] == "skipped_low_value"
+        assert local.store.wait_for_extraction(60)
+        assert [m["text"] for m in listed(local)] == ["Likes green tea"]
+    extractor.close()
+    assert len(fake_server.requests_to(CHAT_ROUTE)) == 1

@@ -24,6 +24,8 @@ from . import (
     capture,
     history,
     hot_paths,
+    knowledge_updates,
+    llm_extractor,
     loop_health,
     many_users,
     recall_quality,
@@ -83,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     sections += history.run(quick=args.quick)
     print("running the recall-quality set (item 9, in-process) ...", file=sys.stderr)
     sections += recall_quality.run(quick=args.quick)
+    print("running the knowledge-update set (item 14, in-process) ...", file=sys.stderr)
+    sections += knowledge_updates.run(quick=args.quick)
+    print("running the LLM extractor's cost per turn (item 15, scripted) ...", file=sys.stderr)
+    sections += llm_extractor.run(quick=args.quick)
     print("running recall at 100k memories (item 10) ...", file=sys.stderr)
     sections += recall_speed.run(quick=args.quick)
     # Last: it installs OpenTelemetry's SDK in this process, for good.

@@ -27,6 +27,7 @@ EVERY_SETTING: dict[str, Any] = {
     "min_score": 0.4,
     "max_context_chars": 900,
     "transcript": False,
+    "said_template": " (said {date})",
 }
 # The outbox is a file: test_every_async_adapter_keeps_its_turns_in_the_outbox gives one.
 assert set(EVERY_SETTING) | {"api_key", "base_url", "transport", "outbox"} == set(SETTING_DEFAULTS)

@@ -40,8 +40,9 @@ class Model(TestConfig):  # scripted, recording each call's prompt (any ag2 1.x)
 
 async def main():
     base_url, api_key, session, message, scripted = sys.argv[1:6]
+    timeout = float(sys.argv[6]) if len(sys.argv) > 6 else 1.2  # the recall budget
     memory = MemorySyncMiddleware(user_id="ana", session_id=session or None,
-                                  api_key=api_key, base_url=base_url)
+                                  api_key=api_key, base_url=base_url, recall_timeout=timeout)
     agent = Agent("assistant", "You help.", config=Model(scripted), middleware=[memory])
     reply = await agent.ask(message, stream=MemoryStream())
     report = await memory.aclose()
@@ -93,9 +94,21 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def run(script: str, server: Any, session: str, message: str, scripted: str) -> dict[str, Any]:
+def run(
+    script: str, server: Any, session: str, message: str, scripted: str, *extra: str
+) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", script, server.base_url, server.api_key, session, message, scripted],
+        [
+            sys.executable,
+            "-c",
+            script,
+            server.base_url,
+            server.api_key,
+            session,
+            message,
+            scripted,
+            *extra,
+        ],
         env=clean_env(),
         capture_output=True,
         text=True,
@@ -159,6 +172,33 @@ def test_classic_capability_and_v1_middleware_share_one_users_memories(served_lo
     ]
     assert {(r["session_id"], r["source"]) for r in rows} == {("ag2::trip", "ag2")}
     assert [r["seq"] for r in rows] == sorted(r["seq"] for r in rows)
+
+
+async def test_a_move_replaces_the_old_city_and_the_export_keeps_both(served_local_server):
+    """Issue 25 through ag2 1.x: each conversation in its own process; the third's block
+    names Toronto, not Lisbon; the middleware's export holds both, Lisbon superseded."""
+    from ag2_memorysync.v1 import MemorySyncMiddleware
+
+    server = served_local_server
+    # A generous recall budget: what is recalled is the point here, not how fast.
+    run(V1_TURN, server, "monday", "I live in Lisbon.", "Noted.", "30")
+    run(V1_TURN, server, "tuesday", "I moved to Toronto last year.", "Noted.", "30")
+    third = run(V1_TURN, server, "wednesday", "Where do I live now?", "Toronto.", "30")
+    [block] = [part for part in third["prompt"] if "<user_memories>" in part]
+    assert "Toronto" in block
+    assert "Lisbon" not in block
+
+    memory = MemorySyncMiddleware(user_id="ana", api_key=server.api_key, base_url=server.base_url)
+    try:
+        export = await memory.export()
+    finally:
+        await memory.aclose()
+    by_text = {m["text"]: m for m in export["memories"]}
+    assert set(by_text) == {"Lives in Lisbon", "Moved to Toronto last year"}
+    lisbon, toronto = by_text["Lives in Lisbon"], by_text["Moved to Toronto last year"]
+    assert lisbon["state"] == "superseded"
+    assert lisbon["superseded_by"] == toronto["memory_id"]
+    assert toronto["state"] == "current"
 
 
 def test_the_v1_quickstart_runs_offline_and_shows_mondays_facts_on_tuesday(tmp_path):

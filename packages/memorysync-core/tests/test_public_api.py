@@ -37,6 +37,8 @@ EXPECTED = {
     "RecalledMemory",
     "ResponseFormatError",
     "RetryPolicy",
+    "Moment",
+    "SAID_TEMPLATE",
     "SaveOutcome",
     "ServerError",
     "SyncUserMemory",

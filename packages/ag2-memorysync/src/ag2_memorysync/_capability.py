@@ -19,6 +19,7 @@ from memorysync_core import (
     ClearResult,
     ClearScope,
     DeliveryReport,
+    Moment,
     RecalledMemory,
     SaveOutcome,
     SyncUserMemory,
@@ -332,9 +333,16 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
     # ------------------------------------------------------------------ explicit calls
 
     def search(
-        self, query: str, *, k: int | None = None, min_score: float | None = None
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        min_score: float | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
     ) -> list[RecalledMemory]:
-        """Search the user's memories; raises the core's typed errors on failure.
+        """Search the user's memories (``since`` / ``until``: only those said in that
+        window); raises the core's typed errors on failure.
 
         Raises:
             ValueError: ``query`` is empty (or ``k`` / ``min_score`` are invalid).
@@ -346,7 +354,7 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
                 print(found.text, found.score)
             ```
         """
-        return self._memory.search(query, k=k, min_score=min_score)
+        return self._memory.search(query, k=k, min_score=min_score, since=since, until=until)
 
     def save(self, text: str, *, metadata: dict[str, Any] | None = None) -> SaveOutcome:
         """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure.

@@ -15,6 +15,7 @@ from memorysync_core import (
     ClearResult,
     ClearScope,
     DeliveryReport,
+    Moment,
     RecalledMemory,
     SaveOutcome,
     UserMemory,
@@ -202,10 +203,13 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
         *,
         k: int | None = None,
         min_score: float | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
     ) -> list[RecalledMemory]:
-        """Search the user's memories (all sessions); raises the typed errors on failure."""
+        """Search the user's memories (all sessions; ``since`` / ``until``: only those said
+        in that window); raises the typed errors on failure."""
         threshold = self._settings.renderer.min_score if min_score is None else min_score
-        return await self._memory.search(query, k=k, min_score=threshold)
+        return await self._memory.search(query, k=k, min_score=threshold, since=since, until=until)
 
     async def save(
         self,

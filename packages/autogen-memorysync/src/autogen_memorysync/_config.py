@@ -53,3 +53,6 @@ class MemorySyncMemoryConfig(BaseModel):
     outbox: str | None = Field(
         default=None, description="SQLite file keeping captured turns until delivered."
     )
+    said_template: str | None = Field(
+        default=None, description="Per-line suffix with {date}, e.g. ' (said {date})'."
+    )

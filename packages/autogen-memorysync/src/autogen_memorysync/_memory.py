@@ -371,12 +371,14 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
     ) -> MemoryQueryResult:
         """Search this user's memories; raises the typed errors (never a silent empty).
 
-        Keyword arguments: ``k`` (or its alias ``limit``, default ``top_k``) and
-        ``min_score`` (default: the memory's ``min_score``).
+        Keyword arguments: ``k`` (or its alias ``limit``, default ``top_k``),
+        ``min_score`` (default: the memory's ``min_score``), and ``since`` / ``until``
+        (a time-zone-aware datetime or ISO 8601 string: the memories said in that window).
         """
         k = kwargs.pop("k", None)
         limit = kwargs.pop("limit", None)
         min_score = kwargs.pop("min_score", self._settings.min_score)
+        since, until = kwargs.pop("since", None), kwargs.pop("until", None)
         if kwargs:
             raise TypeError(f"query() got unexpected keyword arguments: {sorted(kwargs)}")
         if k is not None and limit is not None and k != limit:
@@ -387,7 +389,13 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         if not text.strip():
             raise ValueError("query must be non-empty text")
         memories = await _cancellable(
-            self._memory.search(text, k=k if k is not None else limit, min_score=min_score),
+            self._memory.search(
+                text,
+                k=k if k is not None else limit,
+                min_score=min_score,
+                since=since,
+                until=until,
+            ),
             cancellation_token,
         )
         return MemoryQueryResult(results=[_to_content(memory) for memory in memories])

@@ -48,17 +48,19 @@ from ._errors import (
     ValidationError,
 )
 from ._recall import RecallResult
-from ._render import DEFAULT_CONTEXT_TEMPLATE, ContextRenderer, RecalledMemory
+from ._render import DEFAULT_CONTEXT_TEMPLATE, SAID_TEMPLATE, ContextRenderer, RecalledMemory
 from ._retry import RetryPolicy
 from ._sync import SyncUserMemory
 from ._telemetry import configure_telemetry
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._users_data import EXPORT_SCHEMA, ForgetReport, ImportReport, ImportSkip, MemoryPage
 from ._version import __version__
+from ._window import Moment
 
 __all__ = [
     "DEFAULT_CONTEXT_TEMPLATE",
     "EXPORT_SCHEMA",
+    "SAID_TEMPLATE",
     "SETTING_DEFAULTS",
     "APIConnectionError",
     "APIStatusError",
@@ -77,6 +79,7 @@ __all__ = [
     "MemoryPage",
     "MemorySyncAPI",
     "MemorySyncError",
+    "Moment",
     "NotFoundError",
     "RateLimitError",
     "RecallResult",

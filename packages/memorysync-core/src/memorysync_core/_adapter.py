@@ -71,6 +71,9 @@ class AdapterOptions(TypedDict, total=False):
     user's turn to fact extraction (False). ``outbox`` (else ``MEMORYSYNC_OUTBOX``):
     the path of a local SQLite file that keeps every captured turn until the server
     has it, so turns survive an exit, a crash or a kill (see ``docs/faults.md``).
+    ``said_template``: appended to each line of
+    the block with ``{date}`` = the day the fact was said (e.g. ``" (said {date})"``);
+    None (the default) shows no dates.
     """
 
     session_id: str
@@ -89,6 +92,7 @@ class AdapterOptions(TypedDict, total=False):
     max_context_chars: int | None
     transcript: bool
     outbox: str | None
+    said_template: str | None
 
 
 SETTING_DEFAULTS: dict[str, Any] = {
@@ -108,6 +112,7 @@ SETTING_DEFAULTS: dict[str, Any] = {
     "max_context_chars": None,
     "transcript": True,
     "outbox": None,
+    "said_template": None,
 }
 # Live or secret: never written into a serialized configuration.
 NOT_SERIALIZED = frozenset({"api_key", "transport"})
@@ -118,7 +123,8 @@ class AdapterSettings:
     """One adapter instance's validated settings (the key kept out of repr).
 
     Read any setting as an attribute (``settings.top_k``); ``renderer`` is the block
-    renderer made from ``context_template``, ``min_score`` and ``max_context_chars``.
+    renderer made from ``context_template``, ``min_score``, ``max_context_chars`` and
+    ``said_template``.
     :meth:`open` builds a fresh client and :class:`UserMemory` from them (the sync face
     calls it again after a ``fork``).
 
@@ -147,6 +153,7 @@ class AdapterSettings:
     max_context_chars: int | None
     transcript: bool
     outbox: str | None
+    said_template: str | None
     renderer: ContextRenderer
 
     @classmethod
@@ -196,6 +203,7 @@ class AdapterSettings:
             template=DEFAULT_CONTEXT_TEMPLATE if template is None else template,
             min_score=values["min_score"],
             max_context_chars=values["max_context_chars"],
+            said_template=values["said_template"],
         )
         values["context_template"] = None if template == DEFAULT_CONTEXT_TEMPLATE else template
         values["min_prompt_chars"] = check_min_prompt_chars(values["min_prompt_chars"])

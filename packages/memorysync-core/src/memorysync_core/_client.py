@@ -29,6 +29,7 @@ from ._errors import (
 from ._log_scrub import guard_key
 from ._operation import operation, with_operation
 from ._version import __version__
+from ._window import Moment, TimeWindow
 
 _logger = logging.getLogger("memorysync.client")
 
@@ -417,14 +418,21 @@ class MemorySyncAPI:
         prompt: str,
         k: int | None = None,
         types: Sequence[str] | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
     ) -> dict[str, Any]:
-        """``POST /v1/memory/recall``: ``{"context": str, "memories": [...]}``."""
+        """``POST /v1/memory/recall``: ``{"context": str, "memories": [...]}``.
+
+        ``since`` / ``until`` (a time-zone-aware datetime or ISO 8601 string) ask for the
+        memories said in that window; an extension, sent only when set.
+        """
         _require_text("user_id", user_id)
         _require_text("prompt", prompt)
         _require_k("k", k)
+        window = TimeWindow.of(since, until)
         tenant = await self.resolve_tenant_id()
         body = _put(
-            {"tenant_id": tenant, "user_id": user_id, "prompt": prompt},
+            {"tenant_id": tenant, "user_id": user_id, "prompt": prompt, **window.fields()},
             k=k,
             types=list(types) if types is not None else None,
         )
@@ -432,19 +440,37 @@ class MemorySyncAPI:
         return _expect_dict(answer, method="POST", route="/v1/memory/recall")
 
     @operation("search memories")
-    async def query(self, *, user_id: str, prompt: str, k: int | None = None) -> dict[str, Any]:
-        """``POST /v1/memory/query``: plain semantic search, ``{"memories": [...]}``."""
+    async def query(
+        self,
+        *,
+        user_id: str,
+        prompt: str,
+        k: int | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
+    ) -> dict[str, Any]:
+        """``POST /v1/memory/query``: plain semantic search, ``{"memories": [...]}``;
+        ``since`` / ``until`` as for :meth:`recall`."""
         _require_text("user_id", user_id)
         _require_text("prompt", prompt)
         _require_k("k", k)
+        window = TimeWindow.of(since, until)
         tenant = await self.resolve_tenant_id()
-        body = _put({"tenant_id": tenant, "user_id": user_id, "prompt": prompt}, k=k)
+        body = _put(
+            {"tenant_id": tenant, "user_id": user_id, "prompt": prompt, **window.fields()}, k=k
+        )
         answer = await self._request("POST", "/v1/memory/query", json=body)
         return _expect_dict(answer, method="POST", route="/v1/memory/query")
 
     @operation("list memories")
-    async def list_memories(self, *, user_id: str, page_size: int = 500) -> list[dict[str, Any]]:
-        """Every memory of ``user_id``, newest first, paging ``limit``/``offset`` to the end."""
+    async def list_memories(
+        self, *, user_id: str, page_size: int = 500, history: bool = False
+    ) -> list[dict[str, Any]]:
+        """Every memory of ``user_id``, newest first, paging ``limit``/``offset`` to the end.
+
+        ``history=True`` asks for superseded memories too (``?history=true``, an
+        extension a server without it ignores: it lists every memory anyway).
+        """
         _require_text("user_id", user_id)
         _require_k("page_size", page_size)
         tenant = await self.resolve_tenant_id()
@@ -453,9 +479,10 @@ class MemorySyncAPI:
         memories: list[dict[str, Any]] = []
         offset = 0
         while True:
-            answer = await self._request(
-                "GET", path, params={"limit": page_size, "offset": offset}, route=route
-            )
+            params: dict[str, Any] = {"limit": page_size, "offset": offset}
+            if history:
+                params["history"] = "true"
+            answer = await self._request("GET", path, params=params, route=route)
             page = _expect_dict(answer, method="GET", route=route).get("memories")
             if not isinstance(page, list):
                 raise ResponseFormatError(

@@ -18,6 +18,8 @@ DEFAULT_CONTEXT_TEMPLATE = (
 )
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+# An example of ``ContextRenderer.said_template``: each line ends "(said 2026-03-14)".
+SAID_TEMPLATE = " (said {date})"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,9 @@ class RecalledMemory:
     text: str
     score: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # When the user said it (``said_at``, else ``created_at``; ISO 8601), when the server
+    # tells; None otherwise.
+    said_at: str | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, item: object) -> RecalledMemory | None:
@@ -59,11 +64,13 @@ class RecalledMemory:
             else None
         )
         metadata = item.get("metadata")
+        said = item.get("said_at", item.get("created_at"))
         return cls(
             memory_id=memory_id,
             text=text,
             score=score,
             metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+            said_at=said if isinstance(said, str) and said.strip() else None,
         )
 
     @property
@@ -94,6 +101,11 @@ class ContextRenderer:
     body fits. The template is filled with ``str.replace``, so braces and percent signs
     in memories render verbatim.
 
+    ``said_template`` (off by default) shows when each fact was said: it is appended
+    to each line with ``{date}`` replaced by the memory's ``said_at`` date
+    (``" (said {date})"`` renders ``- Lives in Toronto (said 2026-03-14)``); a
+    memory the server gave no time for gets no suffix. It renders client-side too.
+
     >>> renderer = ContextRenderer(template="Known: {context}", min_score=0.5)
     >>> renderer.render("", [RecalledMemory(1, "Likes {tea}", 0.9)])[0]
     'Known: - Likes {tea}'
@@ -102,8 +114,16 @@ class ContextRenderer:
     template: str = DEFAULT_CONTEXT_TEMPLATE
     min_score: float | None = None
     max_context_chars: int | None = None
+    said_template: str | None = None
 
     def __post_init__(self) -> None:
+        if self.said_template is not None and (
+            not isinstance(self.said_template, str) or "{date}" not in self.said_template
+        ):
+            raise ValueError(
+                "said_template must be None or a string containing '{date}', "
+                f"got {self.said_template!r}"
+            )
         if not isinstance(self.template, str) or "{context}" not in self.template:
             raise ValueError(
                 f"context_template must be a string containing '{{context}}', got {self.template!r}"
@@ -126,7 +146,11 @@ class ContextRenderer:
     @property
     def filtered(self) -> bool:
         """True when the block is rendered client-side from the memories."""
-        return self.min_score is not None or self.max_context_chars is not None
+        return (
+            self.min_score is not None
+            or self.max_context_chars is not None
+            or self.said_template is not None
+        )
 
     def select(self, memories: Sequence[RecalledMemory]) -> tuple[RecalledMemory, ...]:
         """The memories that pass ``min_score`` and fit ``max_context_chars``, in order."""
@@ -137,7 +161,7 @@ class ContextRenderer:
         ]
         if self.max_context_chars is not None:
             # Drop the lowest-scored memory (the later one on ties) until the body fits.
-            while kept and len(_body(kept)) > self.max_context_chars:
+            while kept and len(self._body(kept)) > self.max_context_chars:
                 ranked = sorted(
                     range(len(kept)),
                     key=lambda i: (kept[i].score if kept[i].score is not None else -math.inf, -i),
@@ -151,7 +175,7 @@ class ContextRenderer:
         """``(block, kept memories)``; the block is ``""`` when there is nothing to show."""
         if self.filtered:
             kept = self.select(memories)
-            body = _body(kept)
+            body = self._body(kept)
         else:
             kept = tuple(memories)
             body = server_context.strip()
@@ -159,6 +183,10 @@ class ContextRenderer:
             return "", kept
         return self.template.replace("{context}", body), kept
 
+    def _body(self, memories: Sequence[RecalledMemory]) -> str:
+        return "\n".join("- " + m.text.strip() + self._said(m) for m in memories)
 
-def _body(memories: Sequence[RecalledMemory]) -> str:
-    return "\n".join("- " + m.text.strip() for m in memories)
+    def _said(self, memory: RecalledMemory) -> str:
+        if self.said_template is None or memory.said_at is None:
+            return ""
+        return self.said_template.replace("{date}", memory.said_at[:10])

@@ -25,6 +25,7 @@ from ._render import RecalledMemory
 from ._turns import CapturedTurn, Role
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._users_data import USERS_DATA_METHODS
+from ._window import Moment, TimeWindow
 
 _logger = logging.getLogger("memorysync.sync")
 _recall_logger = logging.getLogger("memorysync.recall")
@@ -326,12 +327,24 @@ class SyncUserMemory:
     # ------------------------------------------------------------------ explicit calls
 
     def search(
-        self, query: str, *, k: int | None = None, min_score: float | None = None
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        min_score: float | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
     ) -> list[RecalledMemory]:
-        """Search the user's memories; raises the core's typed errors on failure."""
+        """Search the user's memories (``since`` / ``until``: said in that window);
+        raises the core's typed errors on failure."""
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be a non-empty string, got {query!r:.40}")
-        return self._call(lambda state: state.memory.search(query, k=k, min_score=min_score))
+        TimeWindow.of(since, until)  # a bad window is the caller's error, raised here
+        return self._call(
+            lambda state: state.memory.search(
+                query, k=k, min_score=min_score, since=since, until=until
+            )
+        )
 
     def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
         """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure."""

@@ -20,6 +20,7 @@ from ._retry import RetryPolicy, call_with_retries
 from ._seeds import fnv1a64, sendable_text, truncate_text
 from ._turns import CapturedTurn, Role
 from ._users_data import ForgetReport, ImportReport, MemoryPage
+from ._window import Moment, TimeWindow
 
 _logger = logging.getLogger("memorysync.client")
 
@@ -207,11 +208,19 @@ class UserMemory:
     @telemetry.explicit_call("memorysync.search")
     @operation("search memories")
     async def search(
-        self, query: str, *, k: int | None = None, min_score: float | None = None
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        min_score: float | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
     ) -> list[RecalledMemory]:
         """Semantic search over the user's memories (``/v1/memory/query``); raises on failure.
 
         ``k`` defaults to ``top_k``; a query longer than 16,000 characters is cut.
+        ``since`` / ``until`` keep the memories said in that window (a datetime with a
+        time zone or an ISO 8601 string; ``until`` excluded).
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be a non-empty string, got {query!r:.40}")
@@ -220,8 +229,11 @@ class UserMemory:
         elif isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an integer >= 1 or None, got {k!r}")
         prompt = truncate_text(query)
+        window = TimeWindow.of(since, until)
         answer = await call_with_retries(
-            lambda: self._api.query(user_id=self._user_id, prompt=prompt, k=k),
+            lambda: self._api.query(
+                user_id=self._user_id, prompt=prompt, k=k, since=since, until=until
+            ),
             self.retry,
         )
         memories = parse_memories(answer.get("memories", []))
@@ -231,7 +243,7 @@ class UserMemory:
             )
         if min_score is not None:
             memories = [m for m in memories if m.score is not None and m.score >= min_score]
-        return memories
+        return window.keep(memories)
 
     # ----------------------------------------------------------------- writes
 

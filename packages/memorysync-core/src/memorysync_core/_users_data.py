@@ -164,7 +164,7 @@ async def export_user(memory: UserMemory) -> dict[str, Any]:
     """Every memory and transcript turn of the user, JSON-serialisable."""
     api = memory.api
     memories = await call_with_retries(
-        lambda: api.list_memories(user_id=memory.user_id), memory.retry
+        lambda: api.list_memories(user_id=memory.user_id, history=True), memory.retry
     )
     sessions, complete = await _known_sessions(memory, memories)
     transcripts: dict[str, list[dict[str, Any]]] = {}
@@ -202,7 +202,7 @@ async def forget_user(memory: UserMemory) -> ForgetReport:
     except (NotFoundError, UnsupportedError):
         cancelled = None  # no job queue on this server (the hosted one runs its own)
     listed = await call_with_retries(
-        lambda: api.list_memories(user_id=memory.user_id), memory.retry
+        lambda: api.list_memories(user_id=memory.user_id, history=True), memory.retry
     )
     sessions, complete = await _known_sessions(memory, listed)
     turns = 0
@@ -218,7 +218,7 @@ async def forget_user(memory: UserMemory) -> ForgetReport:
         deleted.update(_ints(answer.get("deleted_fact_ids") or ()))
     # Listed again: facts of the deleted turns are gone, the rest go by id.
     remaining = await call_with_retries(
-        lambda: api.list_memories(user_id=memory.user_id), memory.retry
+        lambda: api.list_memories(user_id=memory.user_id, history=True), memory.retry
     )
     ids = sorted(_ints(item.get("memory_id", item.get("id")) for item in remaining))
     if ids:
@@ -230,7 +230,7 @@ async def forget_user(memory: UserMemory) -> ForgetReport:
     if complete:
         # Claim a complete erase only after seeing nothing left.
         left = await call_with_retries(
-            lambda: api.list_memories(user_id=memory.user_id), memory.retry
+            lambda: api.list_memories(user_id=memory.user_id, history=True), memory.retry
         )
         complete = not left and not await list_sessions(memory)
     return ForgetReport(len(deleted), turns, cancelled, tuple(sessions), complete)

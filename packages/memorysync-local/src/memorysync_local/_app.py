@@ -19,8 +19,9 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Reques
 
 from memorysync_local._end_user import CAPABILITY, read_end_user
 from memorysync_local._errors import install_error_handlers
-from memorysync_local._extract import Extractor, RuleBasedExtractor
+from memorysync_local._extract import Extractor
 from memorysync_local._guard import BODY_TIMEOUT_SECONDS, GuardMiddleware
+from memorysync_local._llm_extract import load_extractor
 from memorysync_local._models import (
     ERROR_RESPONSES,
     MAX_INT,
@@ -38,6 +39,7 @@ from memorysync_local._routes_local import add_local_routes
 from memorysync_local._search import render_context
 from memorysync_local._semantic import EmbedderSetting, embedder_or_lexical
 from memorysync_local._store import QuotaExceeded, Store
+from memorysync_local._validity import ReadWindow
 from memorysync_local._version import __version__
 
 DEV_API_KEY = "ms_local_dev_key"
@@ -51,7 +53,7 @@ def create_app(
     eval_keys: Iterable[str] = (),
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
-    extractor: Extractor | None = None,
+    extractor: Extractor | str | None = None,
     body_timeout: float = BODY_TIMEOUT_SECONDS,
     embedder: EmbedderSetting = None,
 ) -> FastAPI:
@@ -67,7 +69,9 @@ def create_app(
     ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
     ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
     ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
-    server recalls lexically.
+    server recalls lexically. ``extractor`` is an ``Extractor`` or a spec, ``"rules"``
+    (the default) or ``"openai[:MODEL]"`` (the opt-in LLM extractor, which falls back
+    to the rules on any failure).
 
     The store is closed by ``app.state.store.close()`` (the app has no lifespan).
 
@@ -87,7 +91,7 @@ def create_app(
     )
     store = Store(
         db_path,
-        extractor or RuleBasedExtractor(),
+        load_extractor(extractor),
         async_extraction=async_extraction,
         embedder=embedder_or_lexical(embedder),
     )
@@ -192,7 +196,9 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         if reads_blocked(who):
             memories: list[dict[str, Any]] = []
         else:
-            memories = store.search(who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K)
+            memories = store.search(
+                who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K, _window(body)
+            )
         return _answer(
             {
                 "context": render_context(memories),
@@ -210,7 +216,7 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         return _answer(
             {
                 "memories": store.search(
-                    who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K
+                    who.tenant_id, body.user_id, body.prompt, body.k or DEFAULT_K, _window(body)
                 )
             }
         )
@@ -241,8 +247,10 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         who: Auth,
         limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        history: Annotated[bool, Query(description="superseded memories too")] = False,
     ) -> Response:
-        """Every memory of the user, newest first (``limit=0``: no limit).
+        """Every current memory of the user, newest first (``limit=0``: no limit);
+        with ``history=true`` the superseded ones too (an extension).
 
         Each id is one percent-encoded path segment (``a%2Fb`` is the id ``a/b``,
         ``%2E%2E`` the id ``..``).
@@ -251,7 +259,9 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         own(who, tenant_id)
         if reads_blocked(who):
             return _answer({"memories": [], "total": 0})
-        memories, total = store.list_memories(tenant_id, user_id, limit, offset)
+        memories, total = store.list_memories(
+            tenant_id, user_id, limit, offset, ReadWindow(history=history)
+        )
         return _answer({"memories": memories, "total": total})
 
     @app.delete("/memory/forget", tags=["memory"], response_model=list[int])
@@ -325,6 +335,11 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
                 delete_derived_facts=body.delete_derived_facts,
             )
         )
+
+
+def _window(body: RecallBody) -> ReadWindow:
+    """The memories a recall or query body asks for (current ones unless ``history``)."""
+    return ReadWindow(history=body.history, since=body.since, until=body.until)
 
 
 _LIST_PREFIX = b"/v1/memory/"

@@ -101,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
         "minishlab/potion-base-8M, downloaded once (default none: word recall only)",
     )
     serve.add_argument(
+        "--extractor",
+        default="rules",
+        metavar="rules|openai[:MODEL]",
+        help="who decides the facts and their updates: the rules (default), or an "
+        "OpenAI-compatible chat model (OPENAI_BASE_URL, OPENAI_API_KEY; default model "
+        "gpt-4o-mini), with the rules taking over on any failure",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -226,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             plans=plans,
             async_extraction=args.async_extraction,
             embedder=embedder,
+            extractor=args.extractor,
         )
     except (ValueError, TypeError, RuntimeError, StorageError) as exc:
         parser.error(str(exc))
@@ -241,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"memorysync-local {__version__} serving {args.db} at http://{shown}:{port}", flush=True)
     if embedder is not None:
         print(f"recall by meaning: {embedder.name} (fused with word recall)", flush=True)
+    extractor = app.state.store.extractor
+    if getattr(extractor, "wants_related", False):
+        print(f"facts decided by {extractor.name} (the rules on any failure)", flush=True)
     if generated is not None:
         print(f"API key (generated, shown once): {generated}", flush=True)
     if not _is_loopback(args.host):

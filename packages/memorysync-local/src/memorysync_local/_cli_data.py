@@ -97,7 +97,8 @@ def _run(db: Database, args: argparse.Namespace, out: TextIO) -> int:
         _emit(out, args, users, ("user_id", "memories", "turns", "sessions"))
     elif args.command == "memories":
         items, _ = memory_rows(db, tenant, args.user)
-        _emit(out, args, items, ("memory_id", "kind", "session_id", "created_at", "text"))
+        columns = ("memory_id", "state", "superseded_by", "said_at", "session_id", "text")
+        _emit(out, args, items, columns)
     elif args.command == "sessions":
         sessions = list_sessions(db, tenant, args.user)
         _emit(out, args, sessions, ("session_id", "turns", "memories", "first_at", "last_at"))

@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memorysync_local._attributes import attribute_words
 from memorysync_local._backfill import backfill_stems
 from memorysync_local._stemming import index_text, owner_token
 from memorysync_local._storage_errors import refused_file, storage_errors
 from memorysync_local._timeutil import render, rendered_micros, utc_now
+from memorysync_local._validity import backfill_attributes
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 BUSY_TIMEOUT_SECONDS = 30.0
 # History ids are rendered h_<HISTORY_ID_BASE + rowid>, as the hosted service's are.
 HISTORY_ID_BASE = 1_000_000_000_000
@@ -189,9 +191,36 @@ _MIGRATIONS: dict[int, str] = {
         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;
     END;
     """,
+    # Memory that stays true (memorysync_local._validity): when each memory was said,
+    # the attribute it states, and, once a newer fact or a retraction closed it, when
+    # it stopped holding and what replaced it (valid_until NULL = current). A memory's
+    # stems also index its attribute's words (_attributes.attribute_words). Existing
+    # memories are said when written; their attributes are filled by
+    # backfill_attributes (_AFTER), which also supersedes all but the newest.
+    7: """
+    ALTER TABLE memories ADD COLUMN said_at TEXT;
+    ALTER TABLE memories ADD COLUMN attribute TEXT;
+    ALTER TABLE memories ADD COLUMN valid_until TEXT;
+    ALTER TABLE memories ADD COLUMN superseded_by INTEGER;
+    UPDATE memories SET said_at = created_at;
+    CREATE INDEX memories_current_attribute ON memories (tenant_id, user_id, attribute)
+        WHERE valid_until IS NULL AND attribute IS NOT NULL;
+    DROP TRIGGER memories_stems_ai;
+    CREATE TRIGGER memories_stems_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_stems (rowid, owner, stems)
+        VALUES (
+            new.id,
+            ms_owner(new.tenant_id, new.user_id),
+            ms_stems(new.text || ' ' || ms_attribute_words(new.attribute))
+        );
+    END;
+    """,
 }
 # Python steps that run after a version's statements, in the same transaction.
-_AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {3: backfill_stems}
+_AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {
+    3: backfill_stems,
+    7: backfill_attributes,
+}
 
 
 class Database:
@@ -236,6 +265,7 @@ class Database:
         # The stems index's triggers compute each memory's stems and owner token.
         conn.create_function("ms_stems", 1, index_text, deterministic=True)
         conn.create_function("ms_owner", 2, owner_token, deterministic=True)
+        conn.create_function("ms_attribute_words", 1, attribute_words, deterministic=True)
         if not self._memory:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

@@ -50,7 +50,7 @@ def embedded(
     eval_keys: Iterable[str] = (),
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
-    extractor: Extractor | None = None,
+    extractor: Extractor | str | None = None,
     embedder: EmbedderSetting = None,
 ) -> EmbeddedServer:
     """Start a server in-process over ``db_path`` and return how to reach it.
@@ -59,7 +59,8 @@ def embedded(
     is a full key of ``tenant_id``; ``api_keys`` adds more full keys
     (key -> tenant), ``eval_keys`` evaluation keys, ``plans`` quotas.
     ``embedder`` (``"none"``, ``"model2vec[:MODEL]"``, ``"openai[:MODEL]"`` or an
-    ``Embedder``) turns on recall by meaning; see :func:`create_app`.
+    ``Embedder``) turns on recall by meaning; ``extractor`` (``"rules"``,
+    ``"openai[:MODEL]"`` or an ``Extractor``) decides the facts; see :func:`create_app`.
 
     Example:
         ```python

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from memorysync_local._attributes import LAST_FACT, classify, retraction_clause
 from memorysync_local._sentences import split_sentences, words
 
 
@@ -43,6 +44,26 @@ class Fact:
 
     text: str
     kind: FactKind = "other"
+    # The attribute the fact states (``_attributes.classify``): decides what it supersedes.
+    attribute: str | None = field(default=None, repr=False, compare=False)
+    # The memory this fact replaces, when an extractor decided so (the LLM's UPDATE).
+    replaces: int | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Retraction:
+    """A statement that an earlier fact no longer holds ("I don't live in Lisbon any more").
+
+    ``text`` is the denied fact rewritten about the user ("Lives in Lisbon"), with its
+    ``attribute`` and ``value`` when a rule reads one; an empty ``text`` denies the
+    user's most recently said fact ("that's not true any more"). ``memory_id`` names
+    the memory to close outright, when an extractor decided so (the LLM's DELETE).
+    """
+
+    text: str = ""
+    attribute: str | None = None
+    value: str | None = None
+    memory_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +77,7 @@ class Extraction:
     facts: tuple[Fact, ...] = ()
     low_value: bool = False
     rejected: tuple[str, ...] = field(default=(), repr=False)
+    retractions: tuple[Retraction, ...] = ()
 
 
 @runtime_checkable
@@ -220,18 +242,52 @@ class RuleBasedExtractor:
         """Split ``text`` into sentences and keep the durable statements about the user."""
         facts: list[Fact] = []
         rejected: list[str] = []
+        retractions: list[Retraction] = []
         substantive = False
         for sentence in split_sentences(text):
             if _is_filler(sentence):
                 continue
             substantive = True
             for clause in _clauses(sentence):
-                fact = _sentence_fact(clause, explicit=explicit)
+                denied = retraction_clause(_strip_markers(clause.strip()))
+                if denied is not None:
+                    retractions.append(_retraction(denied))
+                    continue
+                fact = _with_attribute(clause, _sentence_fact(clause, explicit=explicit))
                 if fact is None:
                     rejected.append(clause)
                 elif fact.text and fact not in facts:
                     facts.append(fact)
-        return Extraction(facts=tuple(facts), low_value=not substantive, rejected=tuple(rejected))
+        return Extraction(
+            facts=tuple(facts),
+            low_value=not substantive,
+            rejected=tuple(rejected),
+            retractions=tuple(retractions),
+        )
+
+
+def _with_attribute(clause: str, fact: Fact | None) -> Fact | None:
+    """The fact with the attribute it states; a first-person sentence that states an
+    attribute is a fact even when its verb alone would not make one ("I moved to X")."""
+    if fact is None:
+        body = _strip_markers(clause.strip())
+        if not _is_first_person(body) or _is_question(body) or _SECOND_PERSON.search(body):
+            return None
+        text = _about_user(body)
+        found = classify(text)
+        return None if found is None else Fact(text, "identity", attribute=found[0])
+    found = classify(fact.text)
+    return fact if found is None else Fact(fact.text, fact.kind, attribute=found[0])
+
+
+def _retraction(denied: str) -> Retraction:
+    if denied == LAST_FACT:
+        return Retraction()
+    text = _about_user(denied)
+    found = classify(text)
+    if found is None:
+        return Retraction(text)
+    return Retraction(text, found[0], found[1])
 
 
 def _clauses(sentence: str) -> list[str]:

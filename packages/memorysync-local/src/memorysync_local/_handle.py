@@ -26,7 +26,7 @@ def app_with_keys(
     eval_keys: Iterable[str],
     plans: Mapping[str, Plan] | None,
     async_extraction: bool,
-    extractor: Extractor | None,
+    extractor: Extractor | str | None,
     embedder: EmbedderSetting = None,
 ) -> FastAPI:
     """The app over ``db_path`` with ``api_key`` a full key of ``tenant_id`` plus ``api_keys``."""

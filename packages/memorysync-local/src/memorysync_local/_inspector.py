@@ -28,6 +28,7 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eee;pad
 text-align:left;vertical-align:top}th{font-weight:600}
 button{cursor:pointer}.danger{color:#a00}.muted{color:#777}.turn{margin:4px 0}
 .role{font-weight:600;margin-right:6px}#error{color:#a00}li.sel{font-weight:700}
+tr.superseded td.text{text-decoration:line-through;color:#777}
 </style></head><body>
 <header><h1>memorysync-local inspector</h1><span id="who"></span>
 <button id="signout" hidden>Sign out</button></header>
@@ -46,7 +47,8 @@ button{cursor:pointer}.danger{color:#a00}.muted{color:#777}.turn{margin:4px 0}
 <span id="export-status" class="muted" role="status"></span></p>
 <h3>Memories <span id="memory-count" class="muted"></span></h3>
 <input id="search" type="search" placeholder="Search memories">
-<table><thead><tr><th>Text</th><th>Kind</th><th>Session</th><th>Created</th><th></th></tr></thead>
+<table><thead><tr><th>Text</th><th>Kind</th><th>State</th><th>Session</th><th>Said</th><th></th>
+</tr></thead>
 <tbody id="memories"></tbody></table>
 <h3>Sessions</h3><table><thead><tr><th>Session</th><th>Turns</th><th>Memories</th><th></th>
 </tr></thead><tbody id="sessions"></tbody></table>
@@ -116,7 +118,7 @@ async function loadMemories() {
   $("memory-count").dataset.total = data.total;
   const body = $("memories"); body.replaceChildren();
   for (const m of data.memories) {
-    const row = el("tr"); row.className = "memory"; row.dataset.id = m.memory_id;
+    const row = el("tr"); row.className = "memory " + m.state; row.dataset.id = m.memory_id;
     const del = el("button", "Delete", "danger");
     del.addEventListener("click", () => {
       if (!confirm("Delete this memory?")) return;
@@ -124,8 +126,12 @@ async function loadMemories() {
         .then(() => openUser(current)).catch(fail);
     });
     const cell = el("td"); cell.append(del);
-    row.append(el("td", m.text, "text"), el("td", m.kind), el("td", m.session_id || ""),
-      el("td", m.created_at), cell);
+    // A superseded fact stays listed (its history), marked with what replaced it.
+    const state = m.state === "current" ? "current" : m.superseded_by
+      ? "superseded by " + m.superseded_by + " on " + m.valid_until
+      : "retracted on " + m.valid_until;
+    row.append(el("td", m.text, "text"), el("td", m.kind), el("td", state, "state"),
+      el("td", m.session_id || ""), el("td", m.said_at), cell);
     body.append(row);
   }
 }

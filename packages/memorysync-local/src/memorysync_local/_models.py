@@ -127,6 +127,22 @@ class RecallBody(_Body):
     prompt: Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_storable)]
     k: Annotated[int, Field(ge=1, le=MAX_K, strict=True)] | None = None
     types: list[Short] | None = None
+    # Extensions (docs/wire-protocol.md, "Memory that stays true"): superseded
+    # memories too, and only the memories said in [since, until).
+    history: StrictBool = False
+    since: IsoTime | None = None
+    until: IsoTime | None = None
+
+    @model_validator(mode="after")
+    def _window_in_order(self) -> RecallBody:
+        check_window(self.since, self.until)
+        return self
+
+
+def check_window(since: str | None, until: str | None) -> None:
+    """A ValueError naming both when ``until`` is not after ``since``."""
+    if since is not None and until is not None and until <= since:
+        raise ValueError(f"until ({until}) must be after since ({since})")
 
 
 class ForgetFilters(_Body):

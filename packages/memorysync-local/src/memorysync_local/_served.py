@@ -134,7 +134,7 @@ def serve_in_thread(
     eval_keys: Iterable[str] = (),
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
-    extractor: Extractor | None = None,
+    extractor: Extractor | str | None = None,
     embedder: EmbedderSetting = None,
 ) -> ServedServer:
     """Serve memorysync-local on ``host:port`` (default: a free loopback port) in a thread.

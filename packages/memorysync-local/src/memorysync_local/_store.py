@@ -15,13 +15,14 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from memorysync_local._db import HISTORY_ID_BASE, Database
 from memorysync_local._embedding import Embedder
-from memorysync_local._extract import Extraction, Extractor, Fact
+from memorysync_local._extract import Extraction, Extractor, Fact, RuleBasedExtractor
 from memorysync_local._jobs import JobRunner
+from memorysync_local._llm_extract import RelatedMemory
 from memorysync_local._plans import Caller
 from memorysync_local._recall import TermStats, lexical
 from memorysync_local._timeutil import (
@@ -32,6 +33,7 @@ from memorysync_local._timeutil import (
     seconds_until_next_month,
     utc_now,
 )
+from memorysync_local._validity import CURRENT, ReadWindow, retract, supersede, validity_fields
 from memorysync_local._vector_index import VectorIndex
 from memorysync_local._vectors import backfill_vectors, hybrid, store_vectors
 
@@ -40,6 +42,8 @@ logger = logging.getLogger("memorysync.local")
 Meter = Literal["ok", "silent", "refused"]
 # How long close() lets background extraction drain before leaving the rest stored.
 DRAIN_SECONDS = 5.0
+# Tells filler apart before a deciding extractor's background job is stored.
+_RULES = RuleBasedExtractor()
 # Recall re-ranks the best BM25 candidates; this many at least, whatever k is.
 _MIN_CANDIDATES = 50
 
@@ -64,6 +68,8 @@ class FactContext:
     origin: str
     request_id: str
     history_id: int | None = None
+    # When the user said it (the turn's occurred_at); None: when it is written.
+    said_at: str | None = None
 
 
 def new_request_id() -> str:
@@ -211,6 +217,7 @@ class Store:
         self, conn: sqlite3.Connection, facts: Sequence[Fact], ctx: FactContext
     ) -> list[int]:
         created_at = render(utc_now())
+        said_at = ctx.said_at or created_at
         metadata = dict(ctx.metadata)
         if ctx.session_id is not None:
             metadata["session_id"] = ctx.session_id
@@ -218,8 +225,8 @@ class Store:
         for fact in facts:
             cursor = conn.execute(
                 "INSERT INTO memories (tenant_id, user_id, text, kind, source, session_id, "
-                "metadata, origin, history_id, request_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "metadata, origin, history_id, request_id, created_at, said_at, attribute) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     ctx.tenant_id,
                     ctx.user_id,
@@ -232,13 +239,27 @@ class Store:
                     ctx.history_id,
                     ctx.request_id,
                     created_at,
+                    said_at,
+                    fact.attribute,
                 ),
             )
             ids.append(int(cursor.lastrowid or 0))
+            supersede(
+                conn, ctx.tenant_id, ctx.user_id, ids[-1], fact.attribute, said_at, fact.replaces
+            )
         unembedded = getattr(self._unembedded, "rows", None)
         if unembedded is not None:
             unembedded.extend(zip(ids, (fact.text for fact in facts), strict=True))
         return ids
+
+    def _apply(
+        self, conn: sqlite3.Connection, extraction: Extraction, ctx: FactContext
+    ) -> list[int]:
+        """Close what the extraction's retractions deny, then store its facts; their ids."""
+        said_at = ctx.said_at or render(utc_now())
+        for retraction in extraction.retractions:
+            retract(conn, ctx.tenant_id, ctx.user_id, retraction, said_at)
+        return self._insert_facts(conn, extraction.facts, ctx)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -284,7 +305,9 @@ class Store:
         if job is None:
             return False
         ctx = FactContext(**json.loads(job["context"]))
-        facts = self._extract(str(job["text"])).facts
+        with self.db.connection() as conn:
+            related = self._related(conn, ctx, str(job["text"]))
+        extraction = self._extract(str(job["text"]), related)
         with self._write() as conn:
             if conn.execute("DELETE FROM extraction_jobs WHERE id = ?", (job["id"],)).rowcount:
                 # A turn deleted meanwhile (with its facts) gets none afterwards.
@@ -292,12 +315,33 @@ class Store:
                     conn.execute("SELECT 1 FROM history WHERE id = ?", (ctx.history_id,)).fetchone()
                     is None
                 )
-                if facts and not turn_gone:
-                    self._insert_facts(conn, facts, ctx)
+                if not turn_gone:
+                    self._apply(conn, extraction, ctx)
         return True
 
-    def _extract(self, text: str) -> Extraction:
+    def _related(
+        self, conn: sqlite3.Connection, ctx: FactContext, text: str
+    ) -> list[RelatedMemory]:
+        """For an extractor that decides updates (``wants_related``): the user's current
+        memories that match the turn's words, then their newest, at most 20."""
+        if not getattr(self.extractor, "wants_related", False):
+            return []
+        found = [row for row, _ in lexical(conn, ctx.tenant_id, ctx.user_id, text, 20)]
+        found += conn.execute(
+            "SELECT * FROM memories WHERE tenant_id = ? AND user_id = ? AND valid_until IS NULL "
+            "ORDER BY said_at DESC, id DESC LIMIT 20",
+            (ctx.tenant_id, ctx.user_id),
+        ).fetchall()
+        related: dict[int, RelatedMemory] = {}
+        for row in found:
+            if row["valid_until"] is None:
+                related.setdefault(int(row["id"]), RelatedMemory(int(row["id"]), str(row["text"])))
+        return list(related.values())[:20]
+
+    def _extract(self, text: str, related: Sequence[RelatedMemory] = ()) -> Extraction:
         try:
+            if getattr(self.extractor, "wants_related", False):
+                return self.extractor.extract(text, related=related)  # type: ignore[call-arg]
             return self.extractor.extract(text)
         except Exception:
             logger.exception("the extractor failed; the turn stores nothing")
@@ -336,6 +380,7 @@ class Store:
             metadata={k: v for k, v in scalars.items() if k != "session_id"},
             origin="add_turn",
             request_id=request_id,
+            said_at=occurred_at,
         )
         schedule = False
         with self._write() as conn:
@@ -385,15 +430,21 @@ class Store:
         self, conn: sqlite3.Connection, text: str, ctx: FactContext
     ) -> tuple[str, bool]:
         """Run (or schedule) extraction inside the write; (processing_status, schedule)."""
-        extraction = self._extract(text)
+        if self.async_extraction and getattr(self.extractor, "wants_related", False):
+            # A deciding (LLM) extractor runs once, in the job; the rules tell filler apart.
+            if _RULES.extract(text).low_value:
+                return "skipped_low_value", False
+            self._store_job(conn, text, ctx)
+            return "distilling", True
+        extraction = self._extract(text, self._related(conn, ctx, text))
         if extraction.low_value:
             return "skipped_low_value", False
         if self.async_extraction:
             self._store_job(conn, text, ctx)
             return "distilling", True
-        if not extraction.facts:
+        if not extraction.facts and not extraction.retractions:
             return "skipped_low_value", False
-        self._insert_facts(conn, extraction.facts, ctx)
+        self._apply(conn, extraction, ctx)
         return "completed", False
 
     # --- /memory/add -----------------------------------------------------------
@@ -442,10 +493,11 @@ class Store:
             ids: list[int] = []
             repeated: list[int] = []
             if meter == "ok":
-                facts: Sequence[Fact] = self._extract_explicit(text).facts
+                extraction = self._extract_explicit(text)
                 if deduplicate:
-                    facts, repeated = _new_facts(conn, facts, ctx)
-                ids = self._insert_facts(conn, facts, ctx)
+                    fresh, repeated = _new_facts(conn, extraction.facts, ctx)
+                    extraction = replace(extraction, facts=tuple(fresh))
+                ids = self._apply(conn, extraction, ctx)
                 if tags is not None or importance is not None:
                     conn.executemany(
                         "UPDATE memories SET tags = ?, importance = ? WHERE id = ?",
@@ -479,9 +531,12 @@ class Store:
 
     # --- reads -----------------------------------------------------------------
 
-    def search(self, tenant: str, user_id: str, prompt: str, k: int) -> list[dict[str, Any]]:
+    def search(
+        self, tenant: str, user_id: str, prompt: str, k: int, window: ReadWindow = CURRENT
+    ) -> list[dict[str, Any]]:
         """Word-form recall over the user's memories (``_recall``), ties to the newest;
-        fused with recall by meaning (``_vectors.hybrid``) when an embedder is set."""
+        fused with recall by meaning (``_vectors.hybrid``) when an embedder is set.
+        Only the memories inside ``window`` are returned (current ones by default)."""
         with self.db.connection() as conn:
             limit = max(4 * k, _MIN_CANDIDATES)
             if self.embedder is not None and self._vectors is not None:
@@ -495,29 +550,30 @@ class Store:
                     limit,
                     self._term_stats,
                 )
-                return _unique([_recalled(row, value) for row, value in fused])[:k]
+                return _unique(window.keep(_recalled(row, value) for row, value in fused))[:k]
             found = lexical(conn, tenant, user_id, prompt, limit, self._term_stats)
         items = [_recalled(row, value) for row, value in found]
         # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
         items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)
         items.sort(key=lambda i: i["score"], reverse=True)
-        return _unique(items)[:k]
+        return _unique(window.keep(items))[:k]
 
     def list_memories(
-        self, tenant: str, user_id: str, limit: int, offset: int
+        self, tenant: str, user_id: str, limit: int, offset: int, window: ReadWindow = CURRENT
     ) -> tuple[list[dict[str, Any]], int]:
-        """Newest first; ``limit=0`` means all."""
+        """Newest first; ``limit=0`` means all; the memories inside ``window`` only."""
+        extra, params = window.sql()
+        where = f"tenant_id = ? AND user_id = ?{extra}"
         with self.db.connection() as conn:
             total = int(
                 conn.execute(
-                    "SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND user_id = ?",
-                    (tenant, user_id),
+                    f"SELECT COUNT(*) FROM memories WHERE {where}", (tenant, user_id, *params)
                 ).fetchone()[0]
             )
             rows = conn.execute(
-                "SELECT * FROM memories WHERE tenant_id = ? AND user_id = ? "
+                f"SELECT * FROM memories WHERE {where} "
                 "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
-                (tenant, user_id, limit if limit > 0 else -1, offset),
+                (tenant, user_id, *params, limit if limit > 0 else -1, offset),
             ).fetchall()
         return [memory_item(row) for row in rows], total
 
@@ -628,14 +684,16 @@ class Store:
                             origin="history",
                             request_id=new_request_id(),
                             history_id=int(row["id"]),
+                            said_at=row["occurred_at"],
                         )
                         request_ids.append(ctx.request_id)
                         if self.async_extraction:
                             self._store_job(conn, str(row["content"]), ctx)
                             scheduled = True
                         else:
-                            facts = self._extract(str(row["content"])).facts
-                            self._insert_facts(conn, facts, ctx)
+                            content = str(row["content"])
+                            related = self._related(conn, ctx, content)
+                            self._apply(conn, self._extract(content, related), ctx)
         if meter == "refused":
             raise QuotaExceeded(self.retry_after())
         if meter == "silent":
@@ -898,6 +956,7 @@ def memory_item(row: sqlite3.Row) -> dict[str, Any]:
         "source": row["source"],
         "created_at": row["created_at"],
         "metadata": {"metadata": json.loads(row["metadata"])},
+        **validity_fields(row),
     }
     if row["tags"] is not None:
         item["tags"] = json.loads(row["tags"])

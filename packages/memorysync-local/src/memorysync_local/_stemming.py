@@ -206,6 +206,19 @@ class Matcher:
         ]
 
 
+    def counts(self, indexed: str) -> list[int]:
+        """For each prompt stem, how many of the memory's indexed stems match it."""
+        tokens = indexed.split()
+        return [
+            sum(
+                1
+                for token in tokens
+                if token.startswith(prefix) or (short is not None and token == short)
+            )
+            for prefix, short in self._rules
+        ]
+
+
 def matched(stems: Sequence[str], indexed: str) -> list[bool]:
     """For each prompt stem, whether a memory's indexed stems match it."""
     return Matcher(stems).hits(indexed)

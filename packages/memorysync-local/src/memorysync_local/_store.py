@@ -476,7 +476,7 @@ class Store:
     # --- reads -----------------------------------------------------------------
 
     def search(self, tenant: str, user_id: str, prompt: str, k: int) -> list[dict[str, Any]]:
-        """Word-form recall over the user's memories (``_recall``), ties to the newest;
+        """Word-form recall over the user's memories (``_recall``, which breaks ties);
         fused with recall by meaning (``_vectors.hybrid``) when an embedder is set."""
         with self.db.connection() as conn:
             limit = max(4 * k, _MIN_CANDIDATES)
@@ -493,11 +493,8 @@ class Store:
                 )
                 return _unique([_recalled(row, value) for row, value in fused])[:k]
             found = lexical(conn, tenant, user_id, prompt, limit, self._term_stats)
-        items = [_recalled(row, value) for row, value in found]
-        # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
-        items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)
-        items.sort(key=lambda i: i["score"], reverse=True)
-        return _unique(items)[:k]
+        # In ``lexical``'s order: best score first, ties already broken there.
+        return _unique([_recalled(row, value) for row, value in found])[:k]
 
     def list_memories(
         self, tenant: str, user_id: str, limit: int, offset: int

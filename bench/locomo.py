@@ -114,9 +114,7 @@ def load(path: Path = DATA) -> list[Conversation]:
             evidence &= known
             if category and evidence:
                 questions.append(Question(category, str(qa["question"]), evidence))
-        conversations.append(
-            Conversation(index, str(sample["sample_id"]), turns, tuple(questions))
-        )
+        conversations.append(Conversation(index, str(sample["sample_id"]), turns, tuple(questions)))
     return conversations
 
 

@@ -108,7 +108,9 @@ async def test_verbatim_add_stores_the_text_as_given_even_what_extraction_drops(
     headers = {"X-End-User-ID": "ana"}
     extracted = await client.post("/memory/add", json={"text": said}, headers=headers)
     assert extracted.json().get("text") != said  # extraction skips or rewrites it
-    answer = await client.post("/memory/add", json={"text": said, "verbatim": True}, headers=headers)
+    answer = await client.post(
+        "/memory/add", json={"text": said, "verbatim": True}, headers=headers
+    )
     assert answer.status_code == 200, answer.text
     assert answer.json()["text"] == said
     assert len(answer.json()["memory_ids"]) == 1
@@ -116,7 +118,9 @@ async def test_verbatim_add_stores_the_text_as_given_even_what_extraction_drops(
 
 async def test_verbatim_must_be_a_boolean(client: httpx.AsyncClient) -> None:
     answer = await client.post(
-        "/memory/add", json={"text": "I like tea", "verbatim": "yes"}, headers={"X-End-User-ID": "a"}
+        "/memory/add",
+        json={"text": "I like tea", "verbatim": "yes"},
+        headers={"X-End-User-ID": "a"},
     )
     assert answer.status_code == 422
     assert "verbatim" in answer.text

@@ -169,9 +169,7 @@ class SentenceTransformerEmbedder:
                     hub = _optional("huggingface_hub", "transformers")
                     try:
                         folder = Path(
-                            hub.snapshot_download(
-                                model, cache_dir=cache_dir, local_files_only=True
-                            )
+                            hub.snapshot_download(model, cache_dir=cache_dir, local_files_only=True)
                         )
                     except Exception as exc:  # not cached: several types for that
                         raise EmbedderUnavailable(

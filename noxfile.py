@@ -435,6 +435,10 @@ def semantic_quality(session: nox.Session) -> None:
     )
     session.install("-e", CORE, "-e", f"{LOCAL}[semantic]")
     session.run("python", "-m", "bench.semantic_quality", env={"HF_HUB_OFFLINE": "1"})
+    # Issue 24: LoCoMo in every mode, the distilled static model and MiniLM included.
+    static = "bench/.cache/model2vec-all-MiniLM-L6-v2-256d"
+    locomo = ("python", "-m", "bench.locomo", "--static", static, "--minilm", "--write")
+    session.run(*locomo, *session.posargs, env={"HF_HUB_OFFLINE": "1"})
 
 
 @nox.session

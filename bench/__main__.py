@@ -26,6 +26,7 @@ from . import (
     hot_paths,
     knowledge_updates,
     llm_extractor,
+    locomo,
     loop_health,
     many_users,
     recall_quality,
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     sections += llm_extractor.run(quick=args.quick)
     print("running recall at 100k memories (item 10) ...", file=sys.stderr)
     sections += recall_speed.run(quick=args.quick)
+    print("running LoCoMo (item 16, in-process) ...", file=sys.stderr)
+    sections += locomo.run(quick=args.quick)
     # Last: it installs OpenTelemetry's SDK in this process, for good.
     print("running the telemetry overhead (item 11, embedded server) ...", file=sys.stderr)
     sections += telemetry.run(quick=args.quick)

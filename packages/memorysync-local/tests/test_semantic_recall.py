@@ -166,12 +166,33 @@ def test_hybrid_scores_stay_in_0_1_and_never_below_the_lexical_score(
     assert "Allergic to peanuts" not in fused
 
 
-def test_fusion_orders_by_reciprocal_rank_and_reports_the_stronger_score() -> None:
+def test_fusion_reports_the_stronger_score_and_drops_no_word_match() -> None:
     lexical = [(1, 0.9), (2, 0.5)]
     vector = [(2, 0.8), (3, 1.7), (4, -0.2)]
     fused = fuse(lexical, vector)
-    assert [i for i, _ in fused] == [2, 1, 3, 4]  # 2 is in both lists
+    assert [i for i, _ in fused] == [1, 2, 3, 4]
     assert dict(fused) == {1: 0.9, 2: 0.8, 3: 1.0, 4: 0.0}
+
+
+def test_an_unrelated_fact_with_a_faint_cosine_is_not_recalled(tmp_path: Path, model: str) -> None:
+    # Mostly about animals, one word about work: cosine 1/sqrt(37) = 0.16 with "job",
+    # positive but below the floor, and no word in common with the question.
+    faint = "dog cat rex miso pet animal work"
+    with embedded(str(tmp_path / "m.db"), embedder=model) as hybrid:
+        hybrid.store.add_memory(
+            CALLER,
+            user_id="ana",
+            text=faint,
+            source="t",
+            tags=None,
+            importance=None,
+            session_id=None,
+            metadata=None,
+            client_ref=None,
+            verbatim=True,
+        )
+        assert recall(hybrid, "Which job?") == []
+        assert [m["text"] for m in recall(hybrid, "Which pet?")] == [faint]  # cosine 0.99
 
 
 def test_vectors_are_written_with_each_memory_and_deleted_with_it(

@@ -564,10 +564,17 @@ class MemorySyncAPI:
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         client_ref: str | None = None,
+        verbatim: bool = False,
     ) -> dict[str, Any]:
-        """``POST /memory/add``: a memory object, or ``{"status": "skipped", ...}``."""
+        """``POST /memory/add``: a memory object, or ``{"status": "skipped", ...}``.
+
+        ``verbatim=True`` asks the server to store ``text`` as one memory exactly as
+        given, without extraction (a memorysync-local extension, see
+        docs/wire-protocol.md; sent only when true, so other requests are unchanged)."""
         _require_text("user_id", user_id)
         _require_text("text", text)
+        if not isinstance(verbatim, bool):
+            raise ValueError(f"verbatim must be True or False, got {verbatim!r}")
         if client_ref is not None and (not isinstance(client_ref, str) or not client_ref):
             raise ValueError(f"client_ref must be a non-empty string, got {client_ref!r}")
         if client_ref is not None and len(client_ref) > MAX_CLIENT_REF:
@@ -581,6 +588,7 @@ class MemorySyncAPI:
             session_id=session_id,
             metadata=dict(metadata) if metadata is not None else None,
             client_ref=client_ref,
+            verbatim=True if verbatim else None,
         )
         answer = await self._request("POST", "/memory/add", json=body, end_user=user_id)
         return _expect_dict(answer, method="POST", route="/memory/add")

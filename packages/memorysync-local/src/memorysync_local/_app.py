@@ -291,6 +291,7 @@ def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
                 session_id=body.session_id,
                 metadata=body.metadata,
                 client_ref=body.client_ref,
+                verbatim=bool(body.verbatim),
             )
         )
 

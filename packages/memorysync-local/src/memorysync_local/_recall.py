@@ -1,9 +1,16 @@
 """Lexical recall over the stems index: candidates for one user's prompt, with scores.
 
 The query reads only the asking user's postings (their owner token AND the
-prompt's stems), ranks by BM25 on the stems column, and breaks ties by recency
-(the newest row first). A question about the user themself ("what do you know
-about me?") names no topic: it recalls the user's newest facts instead.
+prompt's stems) and ranks the candidates here (:func:`score`): half the share of
+the prompt's stems a memory matches, half a BM25 term (each matched stem's IDF,
+saturated by how often the memory repeats it and normalised by the memory's
+length), so that among memories matching the same words the one that is about
+them, not one that mentions them in passing, comes first. A memory that is a
+question (ends with ``?``) is demoted: it repeats the words it asks about but
+states nothing, and the answer usually follows it. Ties go to the shorter memory
+(its match is denser), then to the newest. A question about the user themself
+("what do you know about me?") names no topic: it recalls the user's newest facts
+instead.
 """
 
 from __future__ import annotations
@@ -37,9 +44,39 @@ def about_user(prompt: str) -> bool:
     return bool(_ABOUT_USER.search(prompt))
 
 
-def score(covered: float, weight: float) -> float:
-    """A score in [0, 1]: 0.6 x the share of prompt stems matched + 0.4 x their IDF share."""
-    return round(0.6 * covered + 0.4 * weight, 4)
+# BM25's term-frequency saturation and length normalisation (a low b: a memory is a
+# sentence or two, so length says less about focus than in long documents).
+BM25_K1 = 1.2
+BM25_B = 0.3
+# A memory that asks a question is ranked as if it matched this share of its score.
+QUESTION_WEIGHT = 0.8
+
+
+def score(counts: Sequence[int], idf: Sequence[float], length: int, average: float) -> float:
+    """A relevance: 0.5 x the share of prompt stems matched + 0.5 x a BM25 term.
+
+    ``counts`` holds, per prompt stem, how often the memory's stems match it;
+    ``length`` is the memory's stem count and ``average`` the candidates' mean.
+    The BM25 term is divided by what matching every stem once at the average
+    length would give (so that is the IDF share matched); repeats and a short
+    memory take it past 1. Recall reports ``min(1, relevance)``, ranks by it whole.
+    """
+    if not counts:
+        return 0.0
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(average, 1.0))
+    covered = 0
+    bm25 = 0.0
+    for weight, count in zip(idf, counts, strict=True):
+        if count:
+            covered += 1
+            bm25 += weight * count * (BM25_K1 + 1) / (count + norm)
+    ceiling = sum(idf) or 1.0
+    return round(0.5 * covered / len(counts) + 0.5 * bm25 / ceiling, 4)
+
+
+def is_question(text: str) -> bool:
+    """Whether a memory's text asks rather than states (it ends with a question mark)."""
+    return text.rstrip().rstrip("\"')»”").endswith("?")
 
 
 def lexical(
@@ -74,7 +111,21 @@ def lexical(
         ).fetchall()
         found += [(int(r[0]), ABOUT_USER_SCORE) for r in newest if int(r[0]) not in seen]
         found = found[:limit]
-    return _rows(conn, tenant, user_id, found)
+    return demote_questions(_rows(conn, tenant, user_id, found))
+
+
+def demote_questions(
+    found: Sequence[tuple[sqlite3.Row, float]],
+) -> list[tuple[sqlite3.Row, float]]:
+    """``found`` with each question's score times ``QUESTION_WEIGHT``, re-ranked.
+
+    The sort is stable: memories whose scores stay equal keep their tie order.
+    """
+    weighed = [
+        (row, round(value * QUESTION_WEIGHT, 4) if is_question(str(row["text"])) else value)
+        for row, value in found
+    ]
+    return sorted(weighed, key=lambda item: -item[1])
 
 
 def _ranked(
@@ -97,16 +148,21 @@ def _ranked(
         first, second = sorted(capped, key=lambda q: weight[q], reverse=True)[:2]
         pair = f"{owned} AND stems : {stem_query(first)} AND stems : {stem_query(second)}"
         candidates.update(_newest(conn, pair, limit))
-    total = sum(idf) or 1.0
     matcher = Matcher(stems)
-    scored = []
-    for rowid, indexed in candidates.items():
-        hits = matcher.hits(indexed)
-        weight_share = sum(w for w, hit in zip(idf, hits, strict=True) if hit) / total
-        scored.append((rowid, score(sum(hits) / len(stems), weight_share)))
-    # Best score first; equal scores: the newest (highest rowid) first.
-    scored.sort(key=lambda item: (item[1], item[0]), reverse=True)
-    return scored
+    lengths = {rowid: len(indexed.split()) for rowid, indexed in candidates.items()}
+    average = sum(lengths.values()) / max(1, len(lengths))
+    scored = [
+        (rowid, score(matcher.counts(indexed), idf, lengths[rowid], average), lengths[rowid])
+        for rowid, indexed in candidates.items()
+    ]
+    scored.sort(key=_order)
+    return [(rowid, min(1.0, value)) for rowid, value, _ in scored]
+
+
+def _order(item: tuple[int, float, int]) -> tuple[float, int, int]:
+    """Best score first; ties: the shorter memory (a denser match), then the newest."""
+    rowid, value, length = item
+    return (-value, length, -rowid)
 
 
 def _newest(conn: sqlite3.Connection, expression: str, limit: int) -> dict[int, str]:

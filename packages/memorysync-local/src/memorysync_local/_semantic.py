@@ -1,4 +1,5 @@
-"""Choosing the embedder at start-up: ``none``, ``model2vec[:MODEL]`` or ``openai[:MODEL]``.
+"""Choosing the embedder at start-up: ``none``, ``model2vec[:MODEL]``,
+``sentence-transformers[:MODEL_OR_PATH]`` or ``openai[:MODEL]``.
 
 A server asked for an embedder it cannot have (the extra not installed, the
 model not cached and the hub unreachable) says so in one line and serves
@@ -13,11 +14,13 @@ import os
 from memorysync_local._embedding import (
     DEFAULT_MODEL2VEC_MODEL,
     DEFAULT_OPENAI_MODEL,
+    DEFAULT_SENTENCE_TRANSFORMERS_MODEL,
     HUB_TIMEOUT_SECONDS,
     Embedder,
     EmbedderUnavailable,
     Model2VecEmbedder,
     OpenAIEmbedder,
+    SentenceTransformerEmbedder,
     parse_embedder_spec,
 )
 
@@ -38,6 +41,8 @@ def load_embedder(spec: str, *, hub_timeout: float = HUB_TIMEOUT_SECONDS) -> Emb
         return None
     if kind == "model2vec":
         return Model2VecEmbedder(model or DEFAULT_MODEL2VEC_MODEL, hub_timeout=hub_timeout)
+    if kind == "sentence-transformers":
+        return SentenceTransformerEmbedder(model or DEFAULT_SENTENCE_TRANSFORMERS_MODEL)
     return OpenAIEmbedder(
         model or DEFAULT_OPENAI_MODEL,
         base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),

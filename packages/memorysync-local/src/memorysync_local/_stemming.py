@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from memorysync_local._search import _STOPWORDS as STOPWORDS
@@ -198,10 +199,28 @@ class Matcher:
 
     def hits(self, indexed: str) -> list[bool]:
         """For each prompt stem, whether the memory's indexed stems match it."""
-        tokens = set(indexed.split())
+        return self._hits(set(indexed.split()))
+
+    def _hits(self, tokens: set[str]) -> list[bool]:
         prefixes = {token[:length] for token in tokens for length in self._lengths}
         return [
             prefix in prefixes or (short is not None and short in tokens)
+            for prefix, short in self._rules
+        ]
+
+    def counts(self, indexed: str) -> list[int]:
+        """For each prompt stem, how many of the memory's indexed stems match it."""
+        tokens = indexed.split()
+        unique = set(tokens)
+        if len(unique) == len(tokens):  # no stem repeated (most memories): a hit is one
+            return [int(hit) for hit in self._hits(unique)]
+        whole = Counter(tokens)
+        prefixes: Counter[str] = Counter()
+        for token, times in whole.items():
+            for prefix in {token[:length] for length in self._lengths}:
+                prefixes[prefix] += times
+        return [
+            prefixes[prefix] + (whole[short] if short is not None else 0)
             for prefix, short in self._rules
         ]
 

@@ -462,6 +462,7 @@ class Store:
         metadata: Mapping[str, Any] | None,
         client_ref: str | None,
         deduplicate: bool = False,
+        verbatim: bool = False,
     ) -> dict[str, Any]:
         """Store the facts of an explicitly saved text; a memory object or a skipped answer.
 
@@ -470,6 +471,8 @@ class Store:
         ``deduplicate``, a fact :func:`same_fact` as one the user already has in the
         same session is not stored again; a text whose every fact exists answers
         skipped with reason ``duplicate`` and the ids of the facts it repeats.
+        ``verbatim`` stores ``text`` as one memory exactly as given: no extraction,
+        no low-value filter (the caller decided it is worth keeping).
         """
         tenant = caller.tenant_id
         scalars = scalar_metadata(metadata)
@@ -493,7 +496,10 @@ class Store:
             ids: list[int] = []
             repeated: list[int] = []
             if meter == "ok":
-                extraction = self._extract_explicit(text)
+                if verbatim:
+                    extraction = Extraction(facts=(Fact(text),))
+                else:
+                    extraction = self._extract_explicit(text)
                 if deduplicate:
                     fresh, repeated = _new_facts(conn, extraction.facts, ctx)
                     extraction = replace(extraction, facts=tuple(fresh))
@@ -552,11 +558,8 @@ class Store:
                 )
                 return _unique(window.keep(_recalled(row, value) for row, value in fused))[:k]
             found = lexical(conn, tenant, user_id, prompt, limit, self._term_stats)
-        items = [_recalled(row, value) for row, value in found]
-        # Best score first; equal scores: the newest first (rows arrive newest-first on ties).
-        items.sort(key=lambda i: (i["created_at"], i["memory_id"]), reverse=True)
-        items.sort(key=lambda i: i["score"], reverse=True)
-        return _unique(window.keep(items))[:k]
+        # In ``lexical``'s order: best score first, ties already broken there.
+        return _unique(window.keep(_recalled(row, value) for row, value in found))[:k]
 
     def list_memories(
         self, tenant: str, user_id: str, limit: int, offset: int, window: ReadWindow = CURRENT

@@ -15,12 +15,21 @@ Vectors are written after the memories' own transaction has committed
 memory stored meanwhile is found by its words, and one left without a vector
 (a crash in between, a failing embedder) is embedded by the next start's backfill.
 
-Hybrid ranking fuses the lexical and the vector rankings by reciprocal rank
-fusion. The score each memory reports stays on the documented ``[0, 1]`` scale
-and keeps its lexical meaning: it is the larger of the memory's lexical score
-and its cosine similarity (clamped at 0). A memory that lexical recall finds
-never scores lower in hybrid mode, so a ``min_score`` chosen for lexical recall
-drops nothing it kept.
+Hybrid ranking is score-calibrated, not rank-based: a memory ranks by its word
+score plus ``VECTOR_WEIGHT`` times how far its cosine clears the floor
+(``MIN_COSINE``), scaled to [0, 1]. Words stay the main evidence; meaning moves
+a memory up only by a bounded amount, so a memory the words rank well is passed
+only by one that words rank nearly as well and meaning ranks clearly better,
+or, on the vector side alone, by a very close match. (Reciprocal rank fusion
+gave the weaker list an equal vote and pushed good word matches out of the
+first five.) A memory below the floor gets nothing from its vector, so an
+unrelated fact is not brought back with every question.
+
+The score each memory reports stays on the documented ``[0, 1]`` scale and keeps
+its lexical meaning: it is the larger of the memory's lexical score and its
+cosine similarity (clamped at 0). A memory that lexical recall finds never
+scores lower in hybrid mode, so a ``min_score`` chosen for lexical recall drops
+nothing it kept.
 """
 
 from __future__ import annotations
@@ -37,10 +46,11 @@ from memorysync_local._vector_index import VectorIndex
 
 logger = logging.getLogger("memorysync.local")
 
-# Reciprocal rank fusion's constant (the usual 60): ranks deep in either list count little.
-RRF_K = 60
-# A vector match must be at least this similar (cosine) to enter the fused list.
-MIN_COSINE = 0.0
+# A vector match must be more similar than this (cosine) to count at all: below it,
+# unrelated texts (any positive cosine would do otherwise).
+MIN_COSINE = 0.3
+# How much a perfect vector match adds to a word score (which is in [0, 1]).
+VECTOR_WEIGHT = 0.3
 # Texts embedded per call during a backfill.
 EMBED_BATCH = 256
 
@@ -126,19 +136,24 @@ def backfill_vectors(
 def fuse(
     lexical: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]]
 ) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion of two best-first lists; each id with its [0, 1] score.
+    """Score-calibrated fusion of two best-first lists; each id with its [0, 1] score.
 
-    The order is by fused rank (ties: the newest id first); the score is the larger
-    of the lexical score and the cosine clamped to [0, 1] (see the module docstring).
+    The order is by word score + ``VECTOR_WEIGHT`` x the cosine's share above
+    ``MIN_COSINE`` (ties keep the word list's order, then the vector list's); the
+    score is the larger of the lexical score and the cosine clamped to [0, 1]
+    (see the module docstring).
     """
     fused: dict[int, float] = {}
     best: dict[int, float] = {}
-    for ranking in (lexical, vector):
-        for rank, (memory_id, value) in enumerate(ranking):
-            fused[memory_id] = fused.get(memory_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-            clamped = min(1.0, max(0.0, value))
-            best[memory_id] = max(best.get(memory_id, 0.0), clamped)
-    order = sorted(fused, key=lambda i: (fused[i], i), reverse=True)
+    for memory_id, value in lexical:
+        fused.setdefault(memory_id, value)
+        best[memory_id] = min(1.0, max(0.0, value))
+    for memory_id, cosine in vector:
+        lift = VECTOR_WEIGHT * max(0.0, cosine - MIN_COSINE) / (1.0 - MIN_COSINE)
+        fused[memory_id] = fused.get(memory_id, 0.0) + lift
+        best[memory_id] = max(best.get(memory_id, 0.0), min(1.0, max(0.0, cosine)))
+    # Python's sort is stable: equal fused scores keep the word list's order first.
+    order = sorted(fused, key=lambda i: -round(fused[i], 6))
     return [(i, round(best[i], 4)) for i in order]
 
 

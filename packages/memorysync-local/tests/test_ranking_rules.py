@@ -1,0 +1,126 @@
+"""Each ranking rule of word recall and fusion, on the tiny case it fixes (issue 24).
+
+Every case stores its memories verbatim, the better answer first, so that the
+old rule (equal scores, newest first) would have put the worse one on top.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from memorysync_local import embedded
+from memorysync_local._plans import Caller
+from memorysync_local._recall import _order, is_question
+from memorysync_local._vectors import MIN_COSINE, fuse
+
+CALLER = Caller("k", "local", False, None)
+
+
+def keep(server: Any, *texts: str) -> None:
+    for text in texts:
+        server.store.add_memory(
+            CALLER,
+            user_id="ana",
+            text=text,
+            source="t",
+            tags=None,
+            importance=None,
+            session_id=None,
+            metadata=None,
+            client_ref=None,
+            verbatim=True,
+        )
+
+
+def ranked(server: Any, prompt: str) -> list[str]:
+    return [m["text"] for m in server.store.search("local", "ana", prompt, 5)]
+
+
+def test_term_frequency_ranks_the_memory_about_the_word_above_one_mentioning_it() -> None:
+    with embedded(":memory:") as server:
+        keep(server, "jazz records and jazz concerts", "vinyl records and jazz concerts")
+        assert ranked(server, "jazz?") == [
+            "jazz records and jazz concerts",
+            "vinyl records and jazz concerts",
+        ]
+
+
+def test_length_normalisation_ranks_a_focused_memory_above_a_long_passing_mention() -> None:
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Plays the violin",
+            "Went to a concert where someone played violin, then ate noodles downtown with "
+            "old friends from school and talked about holidays",
+        )
+        assert ranked(server, "violin")[0] == "Plays the violin"
+
+
+def test_ties_go_to_the_shorter_memory_then_the_newest_not_to_recency_alone() -> None:
+    # (rowid, score, stem count): equal scores, different lengths, then equal lengths.
+    items = [(1, 0.5, 3), (2, 0.5, 5), (3, 0.5, 3), (4, 0.9, 9)]
+    assert [rowid for rowid, _, _ in sorted(items, key=_order)] == [4, 3, 1, 2]
+
+
+def test_a_question_that_echoes_the_prompt_ranks_below_the_statement_answering_it() -> None:
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Caroline: My library is full of books by Tolkien",
+            "Melanie: What books are in your library?",
+        )
+        assert ranked(server, "Which books are in the library?") == [
+            "Caroline: My library is full of books by Tolkien",
+            "Melanie: What books are in your library?",
+        ]
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [("What books?", True), ('He said "why?"', True), ("Books. Why not", False), ("Ok", False)],
+)
+def test_a_question_is_a_text_ending_with_a_question_mark(text: str, asks: bool) -> None:
+    assert is_question(text) is asks
+
+
+def test_fusion_lets_a_weak_vector_match_pass_no_strong_word_match() -> None:
+    # Reciprocal rank fusion put 2 first (it is in both lists) above 1, the clearly
+    # better word match; calibrated fusion moves 2 up only by its cosine's margin.
+    lexical = [(1, 0.9), (2, 0.5)]
+    vector = [(2, MIN_COSINE + 0.1), (3, MIN_COSINE + 0.2)]
+    fused = fuse(lexical, vector)
+    assert [i for i, _ in fused] == [1, 2, 3]
+    assert dict(fused) == {1: 0.9, 2: 0.5, 3: round(MIN_COSINE + 0.2, 4)}
+
+
+def test_fusion_lets_a_close_meaning_lift_one_of_two_equal_word_matches() -> None:
+    fused = fuse([(1, 0.6), (2, 0.6)], [(2, 0.9)])
+    assert [i for i, _ in fused] == [2, 1]
+
+
+async def test_verbatim_add_stores_the_text_as_given_even_what_extraction_drops(
+    client: httpx.AsyncClient,
+) -> None:
+    said = "Melanie: Hey Caroline! Good to see you! How have you been?"
+    headers = {"X-End-User-ID": "ana"}
+    extracted = await client.post("/memory/add", json={"text": said}, headers=headers)
+    assert extracted.json().get("text") != said  # extraction skips or rewrites it
+    answer = await client.post(
+        "/memory/add", json={"text": said, "verbatim": True}, headers=headers
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["text"] == said
+    assert len(answer.json()["memory_ids"]) == 1
+
+
+async def test_verbatim_must_be_a_boolean(client: httpx.AsyncClient) -> None:
+    answer = await client.post(
+        "/memory/add",
+        json={"text": "I like tea", "verbatim": "yes"},
+        headers={"X-End-User-ID": "a"},
+    )
+    assert answer.status_code == 422
+    assert "verbatim" in answer.text

@@ -326,7 +326,7 @@ class FakeServer:
             return
         future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
         with contextlib.suppress(Exception):
-            future.result(10)
+            future.result(30)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
@@ -336,9 +336,15 @@ class FakeServer:
     async def _shutdown(self) -> None:
         assert self._server is not None
         self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # A connection accepted just now has a handler task that has not started (and
+        # registered) yet: let it, then end every handler until none is left. Each one
+        # closes its socket on the way out; a socket left open would warn in a later test.
+        await asyncio.sleep(0)
+        while self._tasks:
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            await asyncio.sleep(0)
         await self._server.wait_closed()
 
     def __enter__(self) -> FakeServer:
@@ -524,7 +530,7 @@ class FakeServer:
                 # Until the socket is really closed: stop() may end the loop right after,
                 # and a transport left half-closed warns (ResourceWarning) when collected,
                 # in whichever later test the collection happens.
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
+                await asyncio.wait_for(writer.wait_closed(), 10.0)
 
     async def _read_request(
         self, head: bytes, reader: asyncio.StreamReader

@@ -52,6 +52,17 @@ def middleware(server: Any, **kwargs: Any) -> MemorySyncMiddleware:
     return MemorySyncMiddleware(api_key=server.api_key, base_url=server.base_url, **kwargs)
 
 
+def fake_middleware(fake_server: Any, **kwargs: Any) -> MemorySyncMiddleware:
+    """A middleware of the fake server's user ``ana`` (tenant given: no lookup)."""
+    return MemorySyncMiddleware(
+        user_id="ana",
+        api_key="ms_test_key_0123456789",
+        base_url=fake_server.base_url,
+        tenant_id="fake",
+        **kwargs,
+    )
+
+
 def call(tool: str, **arguments: str) -> ToolCallEvent:
     import json
 
@@ -196,13 +207,7 @@ async def test_the_callers_loop_keeps_running_while_recall_waits(fake_server):
     fake_server.seed_memory("ana", "Lives in Lisbon")
     gate = threading.Event()
     fake_server.set_default("/v1/memory/recall", Fault.gate(gate))
-    memory = MemorySyncMiddleware(
-        user_id="ana",
-        api_key="ms_test_key_0123456789",
-        base_url=fake_server.base_url,
-        tenant_id="fake",
-        recall_timeout=30.0,
-    )
+    memory = fake_middleware(fake_server, recall_timeout=30.0)
     tracking = Recording("You live in Lisbon.")
     agent = Agent("assistant", config=tracking, middleware=[memory])
     opener = asyncio.create_task(release_when_held(fake_server, "/v1/memory/recall", gate))
@@ -217,13 +222,7 @@ async def test_the_callers_loop_keeps_running_while_recall_waits(fake_server):
 async def test_a_black_hole_server_costs_one_budget(fake_server, caplog):
     fake_server.set_default("/v1/memory/recall", Fault.hang())
     fake_server.set_default("/v1/history/append", Fault.hang())
-    memory = MemorySyncMiddleware(
-        user_id="ana",
-        api_key="ms_test_key_0123456789",
-        base_url=fake_server.base_url,
-        tenant_id="fake",
-        recall_timeout=0.5,
-    )
+    memory = fake_middleware(fake_server, recall_timeout=0.5)
     tracking = Recording(call("clock"), "Still here.")
     agent = Agent("assistant", config=tracking, middleware=[memory], tools=[tool(clock)])
     started = time.monotonic()
@@ -245,12 +244,7 @@ async def test_a_black_hole_server_costs_one_budget(fake_server, caplog):
 
 async def test_a_failing_recall_is_logged_and_the_call_goes_on(fake_server, caplog):
     fake_server.set_default("/v1/memory/recall", Fault.status(500))
-    memory = MemorySyncMiddleware(
-        user_id="ana",
-        api_key="ms_test_key_0123456789",
-        base_url=fake_server.base_url,
-        tenant_id="fake",
-    )
+    memory = fake_middleware(fake_server)
     agent = Agent("assistant", config=TestConfig("Fine."), middleware=[memory])
     with caplog.at_level(logging.WARNING, logger="memorysync"):
         reply = await agent.ask("Where do I live, do you remember?")

@@ -126,7 +126,12 @@ def _problem_of_one(command: str, after_release: bool) -> str | None:
             return None if verb in _dev_verbs() else f"dev.py has no verb {verb!r}"
         if args[:1] == ["-m"]:
             module = args[1] if len(args) > 1 else ""
-            if (ROOT / module / "__main__.py").exists() or module in {"pip", "venv"}:
+            path = ROOT / module.replace(".", "/")
+            runnable = (path / "__main__.py").exists() or (
+                path.with_suffix(".py").is_file()
+                and 'if __name__ == "__main__":' in path.with_suffix(".py").read_text()
+            )
+            if runnable or module in {"pip", "venv"}:
                 return None
             return f"no module {module!r} in the repo"
         return None if args and (ROOT / args[0]).exists() else f"no file {args[:1]}"

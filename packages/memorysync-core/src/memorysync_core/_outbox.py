@@ -16,6 +16,7 @@ row has one deliverer; should two ever send it, the idempotency key still stores
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -153,6 +154,12 @@ class Outbox:
         self.release()
         _MINE.discard(self.owner)
         with self._lock:
+            self._db.close()
+
+    def __del__(self) -> None:
+        # An outbox nobody closed (a kit stays usable after aclose and is then simply
+        # dropped) still closes its file; its rows' leases run out for the next start.
+        with contextlib.suppress(Exception):
             self._db.close()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from memorysync_local._plans import Caller
 from shared.local_server import client_for
 
 
@@ -26,3 +27,21 @@ async def client(server: Any) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def clients() -> Callable[..., httpx.AsyncClient]:
     return client_for
+
+
+def keep_verbatim(server: Any, *texts: str, user_id: str = "ana") -> None:
+    """Store each of ``texts`` as one memory of ``user_id``, as given (no extraction)."""
+    caller = Caller("k", "local", False, None)
+    for text in texts:
+        server.store.add_memory(
+            caller,
+            user_id=user_id,
+            text=text,
+            source="t",
+            tags=None,
+            importance=None,
+            session_id=None,
+            metadata=None,
+            client_ref=None,
+            verbatim=True,
+        )

@@ -16,23 +16,13 @@ from memorysync_local._plans import Caller
 from memorysync_local._recall import _order, is_question
 from memorysync_local._vectors import MIN_COSINE, fuse
 
+from .conftest import keep_verbatim
+
 CALLER = Caller("k", "local", False, None)
 
 
 def keep(server: Any, *texts: str) -> None:
-    for text in texts:
-        server.store.add_memory(
-            CALLER,
-            user_id="ana",
-            text=text,
-            source="t",
-            tags=None,
-            importance=None,
-            session_id=None,
-            metadata=None,
-            client_ref=None,
-            verbatim=True,
-        )
+    keep_verbatim(server, *texts)
 
 
 def ranked(server: Any, prompt: str) -> list[str]:

@@ -41,6 +41,8 @@ from memorysync_local._users import forget_user  # noqa: E402
 from memorysync_local._vector_index import VectorIndex  # noqa: E402
 from memorysync_local._vectors import backfill_vectors, fuse, pack  # noqa: E402
 
+from .conftest import keep_verbatim  # noqa: E402
+
 # Four meaning axes: animals, work, places, food. Every other word is unknown.
 AXES = {
     "cat": 0, "dog": 0, "pet": 0, "rex": 0, "miso": 0, "animal": 0,
@@ -179,18 +181,7 @@ def test_an_unrelated_fact_with_a_faint_cosine_is_not_recalled(tmp_path: Path, m
     # positive but below the floor, and no word in common with the question.
     faint = "dog cat rex miso pet animal work"
     with embedded(str(tmp_path / "m.db"), embedder=model) as hybrid:
-        hybrid.store.add_memory(
-            CALLER,
-            user_id="ana",
-            text=faint,
-            source="t",
-            tags=None,
-            importance=None,
-            session_id=None,
-            metadata=None,
-            client_ref=None,
-            verbatim=True,
-        )
+        keep_verbatim(hybrid, faint)
         assert recall(hybrid, "Which job?") == []
         assert [m["text"] for m in recall(hybrid, "Which pet?")] == [faint]  # cosine 0.99
 

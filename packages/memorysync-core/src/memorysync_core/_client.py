@@ -327,7 +327,7 @@ class MemorySyncAPI:
         task = self._tenant_task
         if task is None or task.get_loop() is not loop or (task.done() and _failed(task)):
             task = loop.create_task(self._fetch_tenant())
-            task.add_done_callback(_consume_exception)
+            task.add_done_callback(_transport.retrieve_error)
             self._tenant_task = task
         try:
             tenant = await asyncio.shield(task)
@@ -681,12 +681,6 @@ def _close_on_loop(loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -
 
 def _failed(task: asyncio.Task[str]) -> bool:
     return task.cancelled() or task.exception() is not None
-
-
-def _consume_exception(task: asyncio.Task[str]) -> None:
-    # Every waiter may have been cancelled: retrieve the error so asyncio stays quiet.
-    if not task.cancelled():
-        task.exception()
 
 
 def _segment(value: str) -> str:

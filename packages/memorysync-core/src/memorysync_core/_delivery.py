@@ -169,7 +169,7 @@ class DeliveryQueue:
     async def _run(self) -> None:
         # The worker ends when the queue is empty (``submit`` starts a new one), so an
         # idle queue holds no task on its loop and an abandoned one is simply collected.
-        while self._items:
+        while self._items and not self._closed:
             batch = [self._items[i] for i in range(min(self._max_batch, len(self._items)))]
             await self._deliver_batch(batch)
             for _ in batch:
@@ -214,6 +214,10 @@ class DeliveryQueue:
                         return attempt - 1
                     self._refused_by_server(batch, exc)
                     return attempt - 1
+                if self._closed:
+                    # asyncio.wait_for (up to 3.11) swallows a cancellation that lands as
+                    # the request completes: a closed queue stops retrying all the same.
+                    raise asyncio.CancelledError from exc
                 wait = self._policy.delay(attempt, exc)
                 _logger.warning(
                     "delivery of %s turns failed (%s, status %s); attempt %s, retrying in %.2f s",

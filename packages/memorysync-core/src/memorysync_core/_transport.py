@@ -304,3 +304,12 @@ async def send(
         if not response.is_success:
             raise status_error(response, method=method, route=route, secret=secret)
         return decode_body(response, method=method, route=route, secret=secret)
+
+
+def retrieve_error(task: asyncio.Future[Any]) -> None:
+    """Done callback: read a task's error so asyncio does not log it as never retrieved.
+
+    For tasks whose waiters may all be gone (cancelled callers, a budget that ran out).
+    """
+    if not task.cancelled():
+        task.exception()

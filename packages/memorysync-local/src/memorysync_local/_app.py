@@ -32,6 +32,7 @@ from memorysync_local._models import (
     HistoryDeleteBody,
     HistoryListBody,
     RecallBody,
+    error_schemas,
 )
 from memorysync_local._plans import DEFAULT_TENANT, Caller, KeyRing, Plan
 from memorysync_local._routes_compat import add_compat_routes
@@ -101,6 +102,7 @@ def create_app(
         description="A MemorySync-compatible server on SQLite (offline, single node).",
         responses=ERROR_RESPONSES,
     )
+    _document_error_answers(app)
     app.state.store = store
     app.state.keys = keys
     install_error_handlers(app)
@@ -110,6 +112,20 @@ def create_app(
     add_compat_routes(app, store, keys)
     add_local_routes(app, store, keys)
     return app
+
+
+def _document_error_answers(app: FastAPI) -> None:
+    """Add the error answers' schemas, which every route refers to, to the OpenAPI document."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schemas = build().setdefault("components", {}).setdefault("schemas", {})
+            for name, schema in error_schemas().items():
+                schemas.setdefault(name, schema)
+        return app.openapi_schema or build()
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way
 
 
 def _add_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:

@@ -10,6 +10,7 @@ from several event loops and threads at once. The routes call the store
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -19,7 +20,7 @@ from memorysync_local._http.contract_routes import add_contract_routes
 from memorysync_local._http.errors import install_error_handlers
 from memorysync_local._http.extension_routes import add_local_routes
 from memorysync_local._http.guard import BODY_TIMEOUT_SECONDS, GuardMiddleware
-from memorysync_local._http.models import ERROR_RESPONSES
+from memorysync_local._http.models import ERROR_RESPONSES, error_schemas
 from memorysync_local._http.official_client_routes import add_compat_routes
 from memorysync_local._plans import DEFAULT_TENANT, KeyRing, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting, embedder_or_lexical
@@ -85,6 +86,7 @@ def create_app(
         description="A MemorySync-compatible server on SQLite (offline, single node).",
         responses=ERROR_RESPONSES,
     )
+    _document_error_answers(app)
     app.state.store = store
     app.state.keys = keys
     install_error_handlers(app)
@@ -94,3 +96,17 @@ def create_app(
     add_compat_routes(app, store, keys)
     add_local_routes(app, store, keys)
     return app
+
+
+def _document_error_answers(app: FastAPI) -> None:
+    """Add the error answers' schemas, which every route refers to, to the OpenAPI document."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schemas = build().setdefault("components", {}).setdefault("schemas", {})
+            for name, schema in error_schemas().items():
+                schemas.setdefault(name, schema)
+        return app.openapi_schema or build()
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way

@@ -1,0 +1,249 @@
+"""The PostgreSQL ``Storage``: sessions over a connection pool, and the worker id.
+
+A write session is one READ COMMITTED transaction. Before it first touches a user's
+rows it takes that user's transaction-scoped advisory lock, so the checks a write
+makes (a replayed turn, a claimed client ref, a stored turn, the current facts it
+supersedes) hold until it commits, against every other process: one user's writes
+take turns, different users' writes run side by side. The unique indexes on turns
+and client refs stand behind that as constraints. A read session is one REPEATABLE
+READ, read-only transaction: a consistent snapshot, no locks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+from memorysync_local.storage.postgres._connection import (
+    DEFAULT_POOL_SIZE,
+    Connection,
+    Pool,
+    run_locked,
+    translated,
+)
+from memorysync_local.storage.postgres._index import PgVectors, PgWords
+from memorysync_local.storage.postgres._ledgers import (
+    JOBS_CHANNEL,
+    PgJobs,
+    PgQuota,
+    PgSeeds,
+    PgUsers,
+    flush_counts,
+)
+from memorysync_local.storage.postgres._schema import VECTOR_STATEMENTS
+from memorysync_local.storage.postgres._tables import PgMemories, PgTranscript
+
+logger = logging.getLogger("memorysync.local")
+
+POOL_SIZE_ENV = "MEMORYSYNC_POSTGRES_POOL_SIZE"
+# How often a worker looks at the queue with no notification: jobs claimed by a
+# process that died are found this long after at most.
+JOB_POLL_SECONDS = 2.0
+
+
+def owner_key(tenant_id: str, user_id: str) -> int:
+    """The advisory lock key (a signed 64-bit integer) of one (tenant, user)."""
+    raw = f"{tenant_id}\x00{user_id}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
+
+
+class PgSession:
+    """One read snapshot or one write transaction on one pooled connection."""
+
+    def __init__(self, storage: PostgresStorage, conn: Connection, *, writing: bool) -> None:
+        self.conn = conn
+        self.writing = writing
+        self._storage = storage
+        self._owners: set[tuple[str, str]] = set()
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self.memories = PgMemories(self)
+        self.transcript = PgTranscript(self)
+        self.seeds = PgSeeds(self)
+        self.jobs = PgJobs(self)
+        self.quota = PgQuota(self)
+        self.users = PgUsers(self)
+        self.words = PgWords(self)
+        self.vectors = PgVectors(self)
+
+    def own(self, tenant_id: str, user_id: str) -> None:
+        """In a write: hold this user's lock until the transaction ends."""
+        if not self.writing or (tenant_id, user_id) in self._owners:
+            return
+        self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (owner_key(tenant_id, user_id),))
+        self._owners.add((tenant_id, user_id))
+
+    def count_later(self, key_id: str, month: str) -> None:
+        self._counts[(key_id, month)] += 1
+
+    def pending_adds(self, key_id: str, month: str) -> int:
+        return self._counts[(key_id, month)]
+
+    def flush(self) -> None:
+        if self._counts:
+            flush_counts(self, self._counts)
+            self._counts.clear()
+
+    def worker_id(self) -> int:
+        return self._storage.worker_id()
+
+    def need_vectors(self) -> None:
+        self._storage.need_vectors()
+
+
+class PostgresStorage:
+    """``Storage`` on one PostgreSQL database, shared by any number of processes.
+
+    Example:
+        ```python
+        storage = open_postgres("postgresql://app@db.internal/memories")
+        with storage.read() as session:
+            session.memories.count("local")
+        storage.close()
+        ```
+    """
+
+    shared = True  # other processes may write the same database
+
+    def __init__(self, url: str, *, pool_size: int | None = None) -> None:
+        size = pool_size if pool_size is not None else _pool_size_from_env()
+        self._pool = Pool(url, size=size)
+        self._url = url
+        self._lock = threading.Lock()
+        self._vectors_ready = False
+        self._worker: _Worker | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage({self._pool.shown!r})"
+
+    @property
+    def target(self) -> str:
+        return self._pool.shown
+
+    @property
+    def closed(self) -> bool:
+        return self._pool.closed
+
+    @contextmanager
+    def read(self) -> Iterator[PgSession]:
+        with self._pool.snapshot() as conn, translated():
+            yield PgSession(self, conn, writing=False)
+
+    @contextmanager
+    def write(self) -> Iterator[PgSession]:
+        with self._pool.write() as conn, translated():
+            session = PgSession(self, conn, writing=True)
+            yield session
+            session.flush()
+
+    def created_at(self) -> str:
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'created_at'").fetchone()
+        assert row is not None
+        return str(row["value"])
+
+    def need_vectors(self) -> None:
+        """Create the vector table (and the pgvector extension) once, if missing."""
+        if self._vectors_ready:
+            return
+        with self._lock:
+            if not self._vectors_ready:
+                with translated():
+                    run_locked(self._url, VECTOR_STATEMENTS)
+                self._vectors_ready = True
+
+    def worker_id(self) -> int:
+        """This process's worker id: the backend pid of a connection it holds open."""
+        with self._lock:
+            if self._pool.closed:
+                raise RuntimeError("the database is closed")
+            if self._worker is None:
+                self._worker = _Worker(self._url)
+            return self._worker.pid
+
+    def watch_jobs(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` whenever any process adds a job, and every few seconds (to
+        find jobs a dead process had claimed); until :meth:`close`."""
+        self.worker_id()
+        assert self._worker is not None
+        self._worker.watch(wake)
+
+    def close(self) -> None:
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close(self._url)
+        self._pool.close()
+
+
+class _Worker:
+    """A connection held for the process's lifetime: its pid marks the jobs this process
+    claimed (they are free again once it is gone), and it listens for new jobs."""
+
+    def __init__(self, url: str) -> None:
+        with translated():
+            self._conn = psycopg.connect(url, autocommit=True)
+            row = self._conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        self.pid = int(row[0])
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, wake: Callable[[], None]) -> None:
+        if self._thread is not None:
+            return
+        self._conn.execute(f"LISTEN {JOBS_CHANNEL}")
+        self._thread = threading.Thread(
+            target=self._listen, args=(wake,), name="memorysync-jobs-listen", daemon=True
+        )
+        self._thread.start()
+
+    def _listen(self, wake: Callable[[], None]) -> None:
+        while not self._stop.is_set():
+            try:
+                for _ in self._conn.notifies(timeout=JOB_POLL_SECONDS, stop_after=1):
+                    break
+            except psycopg.Error:
+                if self._stop.is_set():
+                    return
+                logger.warning("lost the job notifications connection; polling only")
+                if self._stop.wait(JOB_POLL_SECONDS):
+                    return
+            if not self._stop.is_set():
+                wake()
+
+    def close(self, url: str) -> None:
+        """Stop listening (a notification to ourselves ends the wait) and disconnect."""
+        self._stop.set()
+        if self._thread is not None:
+            try:
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute(f"NOTIFY {JOBS_CHANNEL}")
+            except psycopg.Error:
+                pass  # the database is gone: the wait ends at its timeout
+            self._thread.join()
+        self._conn.close()
+
+
+def _pool_size_from_env() -> int:
+    raw = os.environ.get(POOL_SIZE_ENV, "")
+    if not raw:
+        return DEFAULT_POOL_SIZE
+    try:
+        size = int(raw)
+    except ValueError:
+        raise ValueError(f"{POOL_SIZE_ENV} must be a whole number, not {raw!r}") from None
+    if size < 1:
+        raise ValueError(f"{POOL_SIZE_ENV} must be at least 1, not {size}")
+    return size
+
+
+def open_postgres(target: str, *, pool_size: int | None = None) -> PostgresStorage:
+    """Open (migrating it as needed) the PostgreSQL database at ``target``."""
+    return PostgresStorage(target, pool_size=pool_size)

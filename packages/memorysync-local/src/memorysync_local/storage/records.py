@@ -1,0 +1,207 @@
+"""The plain records the storage interface takes and returns: no driver types in them.
+
+JSON columns (a memory's ``metadata`` and ``tags``, a turn's ``payload``, a job's
+context) arrive decoded, as Python values; timestamps are the canonical UTC text
+``_timeutil.render`` writes (``2026-01-02T03:04:05.000000Z``), which sorts as time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory to store (its id is the storage's to give)."""
+
+    tenant_id: str
+    user_id: str
+    text: str
+    kind: str
+    source: str | None
+    session_id: str | None
+    metadata: dict[str, Any]
+    origin: str
+    history_id: int | None
+    request_id: str | None
+    created_at: str
+    said_at: str
+    attribute: str | None
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One stored memory.
+
+    ``valid_until`` is None while the memory is current; once superseded it holds when
+    it stopped holding, and ``superseded_by`` the memory that replaced it (None when a
+    retraction closed it). ``said_at`` may be None only in rows older than schema 7.
+    """
+
+    id: int
+    tenant_id: str
+    user_id: str
+    text: str
+    kind: str
+    source: str | None
+    session_id: str | None
+    metadata: dict[str, Any]
+    tags: list[Any] | None
+    importance: float | None
+    origin: str
+    history_id: int | None
+    request_id: str | None
+    created_at: str
+    said_at: str | None
+    attribute: str | None
+    valid_until: str | None
+    superseded_by: int | None
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """A transcript turn to store verbatim."""
+
+    tenant_id: str
+    user_id: str
+    session_id: str
+    source: str
+    role: str
+    content: str
+    content_hash: str
+    seq: int | None
+    occurred_at: str | None
+    payload: Any
+    idempotency_key: str | None
+    created_at: str
+    sort_key: int
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One stored transcript turn; ``id`` is the storage's row id (positive)."""
+
+    id: int
+    tenant_id: str
+    user_id: str
+    session_id: str
+    source: str
+    role: str
+    content: str
+    content_hash: str
+    seq: int | None
+    occurred_at: str | None
+    payload: Any
+    idempotency_key: str | None
+    created_at: str
+    sort_key: int
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """One stored extraction job: a turn's text and the context its facts get."""
+
+    id: int
+    text: str
+    context: dict[str, Any]
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One recorded edit of a memory (the official client's ``history(id)``)."""
+
+    memory_id: int
+    changed_fields: list[str]
+    diff: dict[str, Any]
+    created_at: str
+
+
+@dataclass(frozen=True)
+class UserCounts:
+    """A user of a tenant with how many memories and transcript turns they have."""
+
+    user_id: str
+    memories: int
+    turns: int
+
+
+@dataclass(frozen=True)
+class SessionCounts:
+    """One session of a user: its turns and memories, and the first and last write."""
+
+    session_id: str
+    turns: int
+    memories: int
+    first_at: str | None
+    last_at: str | None
+
+
+@dataclass(frozen=True)
+class ErasedUser:
+    """What erasing a user removed (``sessions``: how many sessions they had)."""
+
+    memories: int
+    turns: int
+    sessions: int
+    jobs: int
+
+
+@dataclass(frozen=True)
+class VectorCounters:
+    """The vector counters of one user (see :class:`~.interface.VectorStore`)."""
+
+    added: int
+    removed: int
+    erasures: int
+
+
+@dataclass(frozen=True)
+class MemorySelection:
+    """Which of a user's memories a delete takes: ``ids`` when given (the filters are
+    then ignored), else every memory matching all the filters given (none: all).
+
+    ``before`` / ``after`` compare ``created_at`` strictly.
+    """
+
+    ids: tuple[int, ...] | None = None
+    session_id: str | None = None
+    source: str | None = None
+    before: str | None = None
+    after: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadWindow:
+    """Which memories a read returns: current ones (or all, ``history``), said in
+    ``[since, until)`` when given (canonical timestamps, as ``_timeutil.render``).
+
+    A memory's time is its ``said_at`` (``created_at`` when a row has none).
+    """
+
+    history: bool = False
+    since: str | None = None
+    until: str | None = None
+
+    def admits(self, memory: MemoryRecord) -> bool:
+        """Whether one memory is inside this window."""
+        if not self.history and memory.valid_until is not None:
+            return False
+        said = memory.said_at or memory.created_at
+        if self.since is not None and said < self.since:
+            return False
+        return self.until is None or said < self.until
+
+
+CURRENT = ReadWindow()
+
+
+@dataclass(frozen=True)
+class TurnSelection:
+    """Which of a user's turns a delete takes: a whole session, or turns by row id;
+    either narrowed to one ``source`` when given."""
+
+    session_id: str | None = None
+    turn_ids: tuple[int, ...] = field(default_factory=tuple)
+    source: str | None = None

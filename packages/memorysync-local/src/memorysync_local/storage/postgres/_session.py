@@ -17,6 +17,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 from contextlib import contextmanager
 
 import psycopg
@@ -247,3 +248,9 @@ def _pool_size_from_env() -> int:
 def open_postgres(target: str, *, pool_size: int | None = None) -> PostgresStorage:
     """Open (migrating it as needed) the PostgreSQL database at ``target``."""
     return PostgresStorage(target, pool_size=pool_size)
+
+
+if TYPE_CHECKING:  # PostgresStorage implements the interface
+    from memorysync_local.storage.interface import Storage
+
+    _: type[Storage] = PostgresStorage

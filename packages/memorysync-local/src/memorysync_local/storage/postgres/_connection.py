@@ -174,6 +174,13 @@ def migrate(url: str) -> int:
     migration interrupted half-way is redone from that version on.
     """
     with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT to_regclass('schema_version') IS NOT NULL AND to_regclass('meta') IS NOT NULL"
+        ).fetchone()
+        if found and found[0]:
+            done = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            if done and done[0] == SCHEMA_VERSION:
+                return SCHEMA_VERSION  # current: nothing to write (a read-only replica works)
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
         try:
             with conn.transaction():

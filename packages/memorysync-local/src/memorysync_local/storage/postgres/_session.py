@@ -17,8 +17,8 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import psycopg
 

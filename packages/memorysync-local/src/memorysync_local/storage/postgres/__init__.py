@@ -4,14 +4,16 @@
 through :func:`memorysync_local.storage.open_storage`; it needs the ``postgres``
 extra (psycopg 3 and its pool). pgvector is needed only with an embedder.
 
-- ``_schema``: the tables, indexes and triggers, versioned;
-- ``_connection``: the pool, the advisory-locked migrations, and the one place
+- ``schema``: the tables, indexes and triggers, versioned;
+- ``database``: the pool, the advisory-locked migrations, and the one place
   psycopg's errors become the storage-neutral errors;
-- ``_session``: :class:`PostgresStorage` and its sessions (per-user write locks);
-- ``_tables``, ``_ledgers``, ``_index``: the interface's parts, by concern.
+- ``backend``: :class:`PostgresStorage` and its sessions (per-user write locks);
+- ``memories``, ``transcript``, ``seeds``, ``jobs``, ``quota``, ``users_data``,
+  ``word_index``, ``vectors``: the interface's parts, by concern, as in ``sqlite/``;
+- ``importer``: a SQLite file's data moved in (``memorysync-local migrate``).
 """
 
-from memorysync_local.storage.postgres._connection import redact
-from memorysync_local.storage.postgres._session import PostgresStorage, open_postgres
+from memorysync_local.storage.postgres.backend import PostgresStorage, open_postgres
+from memorysync_local.storage.postgres.errors import redact
 
 __all__ = ["PostgresStorage", "open_postgres", "redact"]

@@ -1,5 +1,4 @@
-"""Connections to PostgreSQL (a psycopg 3 pool), the one place psycopg's errors are
-translated, and the advisory-locked migration run.
+"""Connections to PostgreSQL (a psycopg 3 pool) and the advisory-locked migrations.
 
 Connections are in autocommit mode; a write is an explicit transaction
 (:meth:`Pool.write`), a read that needs one snapshot is a REPEATABLE READ one
@@ -16,20 +15,14 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg_pool
 from psycopg.rows import dict_row
 
 from memorysync_local._timeutil import render, utc_now
-from memorysync_local.storage.errors import (
-    StorageBusy,
-    StorageCorrupt,
-    StorageError,
-    StorageUnwritable,
-)
-from memorysync_local.storage.postgres._schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from memorysync_local.storage.postgres.errors import redact, refused_database, translated
+from memorysync_local.storage.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 
 logger = logging.getLogger("memorysync.local")
 
@@ -37,71 +30,6 @@ Connection = psycopg.Connection[dict[str, Any]]
 DEFAULT_POOL_SIZE = 10
 # How long a request waits for a free pooled connection before answering busy.
 POOL_TIMEOUT_SECONDS = 30.0
-
-_UNWRITABLE = {
-    "53100": ("full", "the server's storage is full; nothing can be stored until space is freed"),
-    "25006": ("read_only", "the server's storage is read-only; nothing can be stored"),
-    "58030": ("io_error", "the server's storage failed (I/O error); nothing can be stored"),
-}
-_BUSY = {"40001", "40P01", "55P03", "57014", "53300", "57P01", "57P02", "57P03"}
-_CORRUPT = {"XX001", "XX002"}
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for logs and errors)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-
-
-def is_postgres_url(target: str) -> bool:
-    """Whether a ``--db`` value names a PostgreSQL database rather than a SQLite file."""
-    return target.startswith(("postgresql://", "postgres://"))
-
-
-def classify(exc: BaseException) -> StorageError | None:
-    """The storage-neutral error for a psycopg failure, or None for any other failure."""
-    if isinstance(exc, psycopg_pool.PoolTimeout):
-        return StorageBusy("the database is busy; retry shortly", detail=_detail(exc))
-    if not isinstance(exc, psycopg.Error):
-        return None
-    state = exc.sqlstate or ""
-    detail = _detail(exc)
-    if state in _UNWRITABLE:
-        reason, message = _UNWRITABLE[state]
-        return StorageUnwritable(message, detail=detail, reason=reason)
-    if state in _CORRUPT:
-        return StorageCorrupt("the server's database is damaged", detail=detail)
-    if (
-        state in _BUSY
-        or state.startswith("08")
-        or (isinstance(exc, psycopg.OperationalError) and not state)
-    ):
-        # Contention, a cancelled statement, or the connection lost (a restart, a
-        # failover): a retry shortly may well succeed.
-        return StorageBusy("the database is busy or unreachable; retry shortly", detail=detail)
-    return None
-
-
-def _detail(exc: BaseException) -> str:
-    # The first line only: psycopg's connection errors never carry the password, and
-    # the rest (context lines) may quote a user's text.
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """Let psycopg's busy, unwritable and corrupt failures out as the neutral errors."""
-    try:
-        yield
-    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-        found = classify(exc)
-        if found is None:
-            raise
-        raise found from exc
 
 
 class Pool:
@@ -218,14 +146,3 @@ def run_locked(url: str, statements: tuple[str, ...]) -> None:
                     conn.execute(statement.encode())
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
-
-
-def refused_database(shown: str, exc: BaseException) -> StorageError:
-    """The error that stops a server from starting on a database (URL redacted)."""
-    found = classify(exc)
-    detail = _detail(exc)
-    if isinstance(found, StorageUnwritable):
-        return StorageUnwritable(
-            f"cannot write to {shown} ({detail})", detail=detail, reason=found.reason
-        )
-    return StorageError(f"cannot open {shown} ({detail})", detail=detail)

@@ -22,24 +22,22 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from memorysync_local.storage.postgres._connection import (
+from memorysync_local.storage.postgres.database import (
     DEFAULT_POOL_SIZE,
     Connection,
     Pool,
     run_locked,
-    translated,
 )
-from memorysync_local.storage.postgres._index import PgVectors, PgWords
-from memorysync_local.storage.postgres._ledgers import (
-    JOBS_CHANNEL,
-    PgJobs,
-    PgQuota,
-    PgSeeds,
-    PgUsers,
-    flush_counts,
-)
-from memorysync_local.storage.postgres._schema import VECTOR_STATEMENTS
-from memorysync_local.storage.postgres._tables import PgMemories, PgTranscript
+from memorysync_local.storage.postgres.errors import translated
+from memorysync_local.storage.postgres.jobs import JOBS_CHANNEL, PostgresJobs
+from memorysync_local.storage.postgres.memories import PostgresMemories
+from memorysync_local.storage.postgres.quota import PostgresQuota, flush_counts
+from memorysync_local.storage.postgres.schema import VECTOR_STATEMENTS
+from memorysync_local.storage.postgres.seeds import PostgresSeeds
+from memorysync_local.storage.postgres.transcript import PostgresTranscript
+from memorysync_local.storage.postgres.users_data import PostgresUsersData
+from memorysync_local.storage.postgres.vectors import PostgresVectors
+from memorysync_local.storage.postgres.word_index import PostgresWordIndex
 
 logger = logging.getLogger("memorysync.local")
 
@@ -55,7 +53,7 @@ def owner_key(tenant_id: str, user_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
 
 
-class PgSession:
+class PostgresSession:
     """One read snapshot or one write transaction on one pooled connection."""
 
     def __init__(self, storage: PostgresStorage, conn: Connection, *, writing: bool) -> None:
@@ -64,14 +62,14 @@ class PgSession:
         self._storage = storage
         self._owners: set[tuple[str, str]] = set()
         self._counts: Counter[tuple[str, str]] = Counter()
-        self.memories = PgMemories(self)
-        self.transcript = PgTranscript(self)
-        self.seeds = PgSeeds(self)
-        self.jobs = PgJobs(self)
-        self.quota = PgQuota(self)
-        self.users = PgUsers(self)
-        self.words = PgWords(self)
-        self.vectors = PgVectors(self)
+        self.memories = PostgresMemories(self)
+        self.transcript = PostgresTranscript(self)
+        self.seeds = PostgresSeeds(self)
+        self.jobs = PostgresJobs(self)
+        self.quota = PostgresQuota(self)
+        self.users = PostgresUsersData(self)
+        self.words = PostgresWordIndex(self)
+        self.vectors = PostgresVectors(self)
 
     def own(self, tenant_id: str, user_id: str) -> None:
         """In a write: hold this user's lock until the transaction ends."""
@@ -132,14 +130,14 @@ class PostgresStorage:
         return self._pool.closed
 
     @contextmanager
-    def read(self) -> Iterator[PgSession]:
+    def read(self) -> Iterator[PostgresSession]:
         with self._pool.snapshot() as conn, translated():
-            yield PgSession(self, conn, writing=False)
+            yield PostgresSession(self, conn, writing=False)
 
     @contextmanager
-    def write(self) -> Iterator[PgSession]:
+    def write(self) -> Iterator[PostgresSession]:
         with self._pool.write() as conn, translated():
-            session = PgSession(self, conn, writing=True)
+            session = PostgresSession(self, conn, writing=True)
             yield session
             session.flush()
 

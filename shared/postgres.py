@@ -24,6 +24,13 @@ Fixtures
 ``postgres_url`` (function)
     The URL of a new database made from the template (pgvector already created),
     dropped after the test, connections and all: ``embedded(db=postgres_url)``.
+
+The whole suite on PostgreSQL
+-----------------------------
+``MEMORYSYNC_TEST_BACKEND=postgres`` (:func:`suite_backend`) makes every server that
+``shared.local_server``'s fixtures start without a ``db_path`` of their own run on a
+fresh database of this server (:func:`database_for`); the ``stored_*`` helpers read
+it with :func:`query_rows`.
 """
 
 from __future__ import annotations
@@ -40,9 +47,20 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
-__all__ = ["ENV_URL", "TEMPLATE", "PostgresServer", "start_embedded"]
+__all__ = [
+    "BACKEND_ENV",
+    "ENV_URL",
+    "TEMPLATE",
+    "PostgresServer",
+    "database_for",
+    "is_postgres_url",
+    "query_rows",
+    "start_embedded",
+    "suite_backend",
+]
 
 ENV_URL = "MEMORYSYNC_TEST_POSTGRES_URL"
+BACKEND_ENV = "MEMORYSYNC_TEST_BACKEND"
 TEMPLATE = "memorysync_test_template"
 _NOBODY = 65534
 _START_TIMEOUT = 60
@@ -182,3 +200,33 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
         yield postgres_server.url(name)
     finally:
         postgres_server.drop_database(name)
+
+
+def suite_backend() -> str:
+    """``"postgres"`` when the suite runs on PostgreSQL, else ``"sqlite"``."""
+    chosen = os.environ.get(BACKEND_ENV, "sqlite").strip().lower() or "sqlite"
+    if chosen not in ("sqlite", "postgres"):
+        raise ValueError(f"{BACKEND_ENV} must be 'sqlite' or 'postgres', not {chosen!r}")
+    return chosen
+
+
+def is_postgres_url(target: object) -> bool:
+    """Whether a server's ``db_path`` is a PostgreSQL URL."""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+def database_for(request: pytest.FixtureRequest) -> str:
+    """A fresh database for the requesting test (dropped after it): its URL."""
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name = server.create_database()
+    request.addfinalizer(lambda: server.drop_database(name))
+    return server.url(name)
+
+
+def query_rows(url: str, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Rows of a query written for SQLite (``?`` placeholders) run on PostgreSQL."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(url, row_factory=dict_row) as conn:
+        return conn.execute(sql.replace("?", "%s").encode(), params).fetchall()

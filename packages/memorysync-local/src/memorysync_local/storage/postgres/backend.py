@@ -37,7 +37,7 @@ from memorysync_local.storage.postgres.seeds import PostgresSeeds
 from memorysync_local.storage.postgres.transcript import PostgresTranscript
 from memorysync_local.storage.postgres.users_data import PostgresUsersData
 from memorysync_local.storage.postgres.vectors import PostgresVectors
-from memorysync_local.storage.postgres.word_index import PostgresWordIndex
+from memorysync_local.storage.postgres.word_index import PostgresWordIndex, TermCounts
 
 logger = logging.getLogger("memorysync.local")
 
@@ -92,6 +92,9 @@ class PostgresSession:
     def worker_id(self) -> int:
         return self._storage.worker_id()
 
+    def term_counts(self) -> TermCounts:
+        return self._storage.term_counts
+
     def need_vectors(self) -> None:
         self._storage.need_vectors()
 
@@ -117,6 +120,7 @@ class PostgresStorage:
         self._lock = threading.Lock()
         self._vectors_ready = False
         self._worker: _Worker | None = None
+        self.term_counts = TermCounts()
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self._pool.shown!r})"
@@ -187,7 +191,10 @@ class _Worker:
 
     def __init__(self, url: str) -> None:
         with translated():
-            self._conn = psycopg.connect(url, autocommit=True)
+            # Named, so an operator (and the tests) can tell whose claims are whose.
+            self._conn = psycopg.connect(
+                url, autocommit=True, application_name=f"memorysync-worker-{os.getpid()}"
+            )
             row = self._conn.execute("SELECT pg_backend_pid()").fetchone()
         assert row is not None
         self.pid = int(row[0])

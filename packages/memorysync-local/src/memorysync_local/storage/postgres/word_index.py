@@ -10,14 +10,23 @@ finds for its range, so BM25 gets the numbers SQLite's ``fts5vocab`` gives.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from memorysync_local._stemming import vocabulary_ranges
 
 if TYPE_CHECKING:
     from memorysync_local.storage.postgres.backend import PostgresSession
 
 PREFIX = 5
 SHORT = 4
+# A prompt stem held by this share of the memories is "common" (see newest_matching):
+# where an index scan from the newest memory finds its matches sooner than the GIN
+# index lists them all (measured at 100k memories: about 1.25%).
+COMMON_SHARE = 0.0125
+# Below this many memories every plan is fast; no counting.
+COMMON_FROM = 5_000
 
 
 def _lexeme(term: str) -> str:
@@ -50,6 +59,31 @@ def range_terms(low: str, high: str) -> tuple[str, str, list[object]]:
     return "", 't.lexeme COLLATE "C" >= %s AND t.lexeme COLLATE "C" < %s', [low, high]
 
 
+class TermCounts:
+    """Per process: how many memories hold the terms of a range, reused until the index
+    has grown or shrunk by ``STALE_SHARE`` (as the recall layer's term statistics)."""
+
+    STALE_SHARE = 0.05
+    MAX_ENTRIES = 50_000
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, bounds: tuple[str, str], rows: int) -> int | None:
+        with self._lock:
+            found = self._counts.get(bounds)
+        if found is None or abs(rows - found[1]) > self.STALE_SHARE * max(rows, 1):
+            return None
+        return found[0]
+
+    def put(self, bounds: tuple[str, str], rows: int, count: int) -> None:
+        with self._lock:
+            if len(self._counts) >= self.MAX_ENTRIES:
+                self._counts.clear()
+            self._counts[bounds] = (count, rows)
+
+
 class PostgresWordIndex:
     """``WordIndex`` over one session's connection."""
 
@@ -62,18 +96,39 @@ class PostgresWordIndex:
         if not stems or limit <= 0:
             return {}
         query = " & ".join(stem_tsquery(stem) for stem in stems)
+        # A stem in many memories: walk the newest memories back until ``limit`` match
+        # (an index scan that stops early). A rarer one: the GIN index's few matches,
+        # then sorted ("id + 0" keeps the planner off the scan it would misjudge:
+        # PostgreSQL estimates a prefix query's matches at a flat 2%).
+        order = "id DESC" if self._common(stems) else "id + 0 DESC"
         rows = self._s.conn.execute(
             "SELECT id, stems FROM memories WHERE tenant_id = %s AND user_id = %s "
-            "AND stems_tsv @@ %s::tsquery ORDER BY id DESC LIMIT %s",
+            f"AND stems_tsv @@ %s::tsquery ORDER BY {order} LIMIT %s",
             (tenant_id, user_id, query, limit),
         ).fetchall()
         return {int(r["id"]): str(r["stems"]) for r in rows}
+
+    def _common(self, stems: Sequence[str]) -> bool:
+        """Whether every stem is in at least ``COMMON_SHARE`` of the memories."""
+        rows = self.indexed_rows()
+        if rows < COMMON_FROM:
+            return False
+        for stem in stems:
+            held = sum(self.documents(low, high) for low, high in vocabulary_ranges(stem))
+            if held < COMMON_SHARE * rows:
+                return False
+        return True
 
     def indexed_rows(self) -> int:
         row = self._s.conn.execute("SELECT COALESCE(MAX(id), 0) AS n FROM memories").fetchone()
         return int(row["n"]) if row else 0
 
     def documents(self, low: str, high: str) -> int:
+        counts = self._s.term_counts()
+        rows = self.indexed_rows()
+        cached = counts.get((low, high), rows)
+        if cached is not None:
+            return cached
         query, condition, params = range_terms(low, high)
         # Each (memory, distinct term in range) pair counts once: fts5vocab's SUM(doc).
         sql = f"SELECT COUNT(*) AS n FROM memories m, unnest(m.stems_tsv) AS t WHERE {condition}"
@@ -81,4 +136,6 @@ class PostgresWordIndex:
             sql += " AND m.stems_tsv @@ %s::tsquery"
             params.append(query)
         row = self._s.conn.execute(sql, params).fetchone()
-        return int(row["n"]) if row else 0
+        count = int(row["n"]) if row else 0
+        counts.put((low, high), rows, count)
+        return count

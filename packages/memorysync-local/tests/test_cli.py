@@ -168,7 +168,7 @@ def test_serve_reads_keys_from_a_file_and_keeps_them_out_of_the_command_line(
 def test_a_key_file_readable_by_others_is_used_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memorysync_local._cli import _read_key_file
+    from memorysync_local._cli.commands import _read_key_file
 
     key_file = tmp_path / "keys"
     key_file.write_text("ms_open\n", encoding="utf-8")

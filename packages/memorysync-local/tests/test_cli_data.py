@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memorysync_local._cli import build_parser, main
-from memorysync_local._cli_data import run_data_command
+from memorysync_local._cli.data_commands import run_data_command
 
 
 def run(*argv: str) -> tuple[int, str]:

@@ -23,8 +23,8 @@ import httpx
 import pytest
 
 from memorysync_local import embedded
-from memorysync_local._db import SCHEMA_VERSION
 from memorysync_local._plans import Caller
+from memorysync_local._storage.sqlite.database import SCHEMA_VERSION
 from shared.local_server import stored_memories
 
 TURNS = 40
@@ -33,7 +33,7 @@ KEY = "ms_durable"
 SLOW_SERVER = """
 import sys, threading, time
 from memorysync_local import _cli
-from memorysync_local._extract import RuleBasedExtractor
+from memorysync_local._extraction.rules import RuleBasedExtractor
 fast = RuleBasedExtractor.extract
 def slow(self, text, *, explicit=False):
     if threading.current_thread().name.startswith("memorysync-extract"):

@@ -28,8 +28,8 @@ from tokenizers import Tokenizer  # noqa: E402
 from tokenizers.models import WordLevel  # noqa: E402
 from tokenizers.pre_tokenizers import Whitespace  # noqa: E402
 
-from memorysync_local import _embedding  # noqa: E402
-from memorysync_local._embedding import (  # noqa: E402
+from memorysync_local._recall import embedding as _embedding  # noqa: E402
+from memorysync_local._recall.embedding import (  # noqa: E402
     Embedder,
     EmbedderUnavailable,
     Model2VecEmbedder,
@@ -176,7 +176,7 @@ def test_the_openai_provider_posts_texts_and_keeps_their_order() -> None:
 def test_sentence_transformers_never_downloads_and_names_what_is_missing(
     tmp_path: Path,
 ) -> None:
-    from memorysync_local._semantic import load_embedder
+    from memorysync_local._recall.embedder_setting import load_embedder
 
     missing = str(tmp_path / "no-such-model")
     # Without the extra: names the extra; with it: says the model is neither a folder

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from memorysync_core import MemorySyncAPI, UserMemory
-from memorysync_local._extract import Extraction, RuleBasedExtractor
+from memorysync_local._extraction.extractor import Extraction
+from memorysync_local._extraction.rules import RuleBasedExtractor
 
 
 class GatedExtractor:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memorysync_local import embedded
-from memorysync_local._llm_extract import OpenAIExtractor, parse_extractor_spec
+from memorysync_local._extraction.llm import OpenAIExtractor, parse_extractor_spec
 from shared.fake_server import FakeServer, Fault
 from shared.openai_chat import CHAT_ROUTE, chat_answer, chat_base_url, decisions
 
@@ -40,7 +40,7 @@ def _caller(server: Any) -> Any:
 
 
 def listed(server: Any, *, history: bool = False) -> list[dict[str, Any]]:
-    from memorysync_local._validity import ReadWindow
+    from memorysync_local._storage.records import ReadWindow
 
     items, _ = server.store.list_memories("local", "ana", 0, 0, ReadWindow(history=history))
     return items

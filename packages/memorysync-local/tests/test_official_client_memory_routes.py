@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memorysync_local._routes_compat import UNSUPPORTED
+from memorysync_local._http.official_client_routes import UNSUPPORTED
 from shared.local_server import stored_memories
 
 memorysync = pytest.importorskip("memorysync", minversion="1.10.1")

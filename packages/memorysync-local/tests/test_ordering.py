@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from memorysync_local import embedded
-from memorysync_local._db import SCHEMA_VERSION
+from memorysync_local._storage.sqlite.database import SCHEMA_VERSION
 from shared.local_server import client_for, stored_history
 
 T = "local"

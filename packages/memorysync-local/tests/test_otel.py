@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from memorysync_local import _otel
-from memorysync_local._app import create_app
+from memorysync_local._http import otel as _otel
+from memorysync_local._http.app import create_app
 
 KEY = "ms_otel_test_key_0123456789"
 
@@ -37,7 +37,11 @@ async def test_each_request_is_a_server_span_named_by_its_route_without_the_quer
 def test_serve_otel_says_what_it_exports_or_why_not() -> None:
     # In a process of its own: the SDK's tracer provider can be set once per process.
     started = subprocess.run(
-        [sys.executable, "-c", "from memorysync_local import _otel; print(_otel.start_sdk())"],
+        [
+            sys.executable,
+            "-c",
+            "from memorysync_local._http import otel as _otel; print(_otel.start_sdk())",
+        ],
         capture_output=True,
         text=True,
     )

@@ -13,8 +13,8 @@ import pytest
 
 from memorysync_local import embedded
 from memorysync_local._plans import Caller
-from memorysync_local._recall import _order, is_question
-from memorysync_local._vectors import MIN_COSINE, fuse
+from memorysync_local._recall.ranking import _order, is_question
+from memorysync_local._recall.vectors import MIN_COSINE, fuse
 
 from .conftest import keep_verbatim
 

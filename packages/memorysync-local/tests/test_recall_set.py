@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memorysync_local import RuleBasedExtractor
-from memorysync_local._search import query_terms
+from memorysync_local._recall.words import query_terms
 
 DATA = Path(__file__).parent / "data"
 SPLITS = ("dev", "holdout")

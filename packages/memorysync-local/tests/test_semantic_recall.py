@@ -33,13 +33,17 @@ from tokenizers.models import WordLevel  # noqa: E402
 from tokenizers.normalizers import Lowercase  # noqa: E402
 from tokenizers.pre_tokenizers import Whitespace  # noqa: E402
 
-from memorysync_local import _cli, _embedding, embedded  # noqa: E402
-from memorysync_local._db import SCHEMA_VERSION, Database  # noqa: E402
-from memorysync_local._embedding import Model2VecEmbedder, OpenAIEmbedder  # noqa: E402
+from memorysync_local import embedded  # noqa: E402
+from memorysync_local._cli import commands as _cli  # noqa: E402
 from memorysync_local._plans import Caller  # noqa: E402
-from memorysync_local._users import forget_user  # noqa: E402
-from memorysync_local._vector_index import VectorIndex  # noqa: E402
-from memorysync_local._vectors import backfill_vectors, fuse, pack  # noqa: E402
+from memorysync_local._recall import embedding as _embedding  # noqa: E402
+from memorysync_local._recall.embedding import Model2VecEmbedder, OpenAIEmbedder  # noqa: E402
+from memorysync_local._recall.vector_index import VectorIndex  # noqa: E402
+from memorysync_local._recall.vectors import backfill_vectors, fuse, pack  # noqa: E402
+from memorysync_local._service.users_data import forget_user  # noqa: E402
+from memorysync_local._storage import open_storage  # noqa: E402
+from memorysync_local._storage.sqlite.database import SCHEMA_VERSION, Database  # noqa: E402
+from memorysync_local._storage.sqlite.vectors import SQLiteVectors  # noqa: E402
 
 from .conftest import keep_verbatim  # noqa: E402
 
@@ -207,9 +211,9 @@ def test_memories_stored_without_vectors_are_embedded_at_start_with_progress(
     assert vector_rows(db) == []
     embedder = Model2VecEmbedder(model.partition(":")[2])
     out = io.StringIO()
-    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
-        assert backfill_vectors(conn, embedder, out=out, progress_from=1) == 3
-        assert backfill_vectors(conn, embedder, out=out, progress_from=1) == 0
+    with closing(open_storage(str(db))) as storage:
+        assert backfill_vectors(storage, embedder, out=out, progress_from=1) == 3
+        assert backfill_vectors(storage, embedder, out=out, progress_from=1) == 0
     assert "embedding memories [" in out.getvalue()
     assert "3 / 3 memories" in out.getvalue()
     assert len(vector_rows(db)) == 3
@@ -305,7 +309,7 @@ def test_an_embedder_failing_at_write_and_recall_keeps_the_facts_and_recalls_by_
     assert "sk-secret-value" not in caplog.text
 
 
-# --- the in-memory vector index (memorysync_local._vector_index) -------------------
+# --- the in-memory vector index (memorysync_local._recall.vector_index) -------------------
 
 
 def test_recall_reads_a_users_vectors_once_and_appends_new_ones(tmp_path: Path, model: str) -> None:
@@ -427,7 +431,7 @@ def test_nearest_matches_an_exhaustive_search(tmp_path: Path) -> None:
             probe = rng.normal(size=16).astype(np.float32)
             probe /= np.linalg.norm(probe)
             with db.connection() as conn:
-                found = index.nearest(conn, "t", "u", probe, 10)
+                found = index.nearest(SQLiteVectors(conn), "t", "u", probe, 10)
             expected = np.argsort(-(unit @ probe))[:10] + 1
             assert [i for i, _ in found] == expected.tolist()
             assert [c for _, c in found] == sorted((c for _, c in found), reverse=True)

@@ -21,15 +21,11 @@ from typing import Any
 
 import pytest
 
-import memorysync_local._db as db_module
+import memorysync_local._storage.sqlite.database as db_module
 from memorysync_local import embedded
 from memorysync_local._cli import main
-from memorysync_local._storage_errors import (
-    StorageBusy,
-    StorageCorrupt,
-    StorageUnwritable,
-    classify,
-)
+from memorysync_local._storage.errors import StorageBusy, StorageCorrupt, StorageUnwritable
+from memorysync_local._storage.sqlite.errors import classify
 from shared.local_server import client_for
 
 T = "local"

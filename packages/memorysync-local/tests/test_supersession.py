@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from memorysync_local import _db as db_module
 from memorysync_local import embedded
 from memorysync_local._cli import build_parser
-from memorysync_local._cli_data import run_data_command
-from memorysync_local._users import export_user, forget_user
+from memorysync_local._cli.data_commands import run_data_command
+from memorysync_local._service.users_data import export_user, forget_user
+from memorysync_local._storage.sqlite import database as db_module
 
 T = "local"
 LIST = f"/v1/memory/{T}/ana/list"

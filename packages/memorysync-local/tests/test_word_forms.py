@@ -23,10 +23,12 @@ import httpx
 import pytest
 
 from memorysync_local import Fact, embedded
-from memorysync_local._backfill import PROGRESS_FROM, backfill_stems
-from memorysync_local._db import SCHEMA_VERSION, Database
-from memorysync_local._stemming import index_text, match_expression, query_stems, stem
-from memorysync_local._store import FactContext
+from memorysync_local._recall.words import index_text, query_stems, stem
+from memorysync_local._service.facts import FactContext
+from memorysync_local._storage.batches import PROGRESS_FROM
+from memorysync_local._storage.sqlite.backfill import backfill_stems
+from memorysync_local._storage.sqlite.database import SCHEMA_VERSION, Database
+from memorysync_local._storage.sqlite.word_index import match_expression
 from shared.local_server import client_for
 
 T = "local"
@@ -249,8 +251,8 @@ def _insert(server: Any, user: str, facts: list[str]) -> None:
         origin="add",
         request_id="req_test",
     )
-    with server.store.db.write() as conn:
-        server.store._insert_facts(conn, [Fact(text) for text in facts], ctx)
+    with server.store.facts.write() as session:
+        server.store.facts.insert(session, [Fact(text) for text in facts], ctx)
 
 
 async def test_an_old_fact_behind_many_newer_matches_is_still_recalled(

@@ -8,7 +8,7 @@ import anyio.to_thread
 import pytest
 
 from memorysync_local import embedded
-from memorysync_local._workers import SERVED_WORKER_THREADS, WorkerThreads
+from memorysync_local._http.worker_threads import SERVED_WORKER_THREADS, WorkerThreads
 from shared.local_server import client_for
 
 

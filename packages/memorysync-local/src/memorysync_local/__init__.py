@@ -23,9 +23,10 @@ memorysync-local serve --db ./memorysync.db --port 8765 --api-key ms_dev
 ```
 """
 
-from memorysync_local._app import DEV_API_KEY, create_app
 from memorysync_local._embedded import EMBEDDED_BASE_URL, EmbeddedServer, embedded
-from memorysync_local._extract import Extraction, Extractor, Fact, RuleBasedExtractor
+from memorysync_local._extraction.extractor import Extraction, Extractor, Fact
+from memorysync_local._extraction.rules import RuleBasedExtractor
+from memorysync_local._http.app import DEV_API_KEY, create_app
 from memorysync_local._plans import Plan
 from memorysync_local._served import ServedServer, serve_in_thread
 from memorysync_local._version import __version__

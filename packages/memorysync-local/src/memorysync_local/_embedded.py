@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping
 import httpx
 from fastapi import FastAPI
 
-from memorysync_local._app import DEV_API_KEY
-from memorysync_local._extract import Extractor
+from memorysync_local._extraction.extractor import Extractor
 from memorysync_local._handle import ServerHandle, app_with_keys
+from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
-from memorysync_local._semantic import EmbedderSetting
+from memorysync_local._recall.embedder_setting import EmbedderSetting
 
 EMBEDDED_BASE_URL = "http://memorysync.local"
 

@@ -8,11 +8,11 @@ from typing import TypeVar
 
 from fastapi import FastAPI
 
-from memorysync_local._app import create_app
-from memorysync_local._extract import Extractor
+from memorysync_local._extraction.extractor import Extractor
+from memorysync_local._http.app import create_app
 from memorysync_local._plans import Plan
-from memorysync_local._semantic import EmbedderSetting
-from memorysync_local._store import Store
+from memorysync_local._recall.embedder_setting import EmbedderSetting
+from memorysync_local._service.store import Store
 
 _Handle = TypeVar("_Handle", bound="ServerHandle")
 

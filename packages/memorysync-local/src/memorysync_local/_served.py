@@ -10,11 +10,11 @@ import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memorysync_local._app import DEV_API_KEY
-from memorysync_local._extract import Extractor
+from memorysync_local._extraction.extractor import Extractor
 from memorysync_local._handle import ServerHandle, app_with_keys
+from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
-from memorysync_local._semantic import EmbedderSetting
+from memorysync_local._recall.embedder_setting import EmbedderSetting
 
 
 class _StartSignal:

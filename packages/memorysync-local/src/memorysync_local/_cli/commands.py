@@ -1,0 +1,305 @@
+"""``memorysync-local serve``: the server on a socket, configured from flags."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import logging
+import os
+import re
+import secrets
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from urllib.parse import unquote
+
+import uvicorn
+
+from memorysync_local._cli.data_commands import DATA_COMMANDS, add_data_commands, run_data_command
+from memorysync_local._http.app import create_app
+from memorysync_local._http.otel import instrument, start_sdk
+from memorysync_local._http.worker_threads import WorkerThreads
+from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._recall.embedder_setting import load_embedder
+from memorysync_local._recall.embedding import Embedder, EmbedderUnavailable
+from memorysync_local._served import bind_socket
+from memorysync_local._storage.errors import StorageError
+from memorysync_local._version import __version__
+
+ENV_KEYS = "MEMORYSYNC_LOCAL_API_KEYS"
+logger = logging.getLogger("memorysync.local")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memorysync-local",
+        description="A MemorySync-compatible server on SQLite, for offline use and tests.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve the HTTP API with uvicorn",
+        description="Serve the MemorySync HTTP API over SQLite with uvicorn. Without any key, "
+        "a key is generated and printed once on standard output.",
+    )
+    serve.add_argument(
+        "--db",
+        default="./memorysync.db",
+        help="SQLite file (default ./memorysync.db; ':memory:' "
+        "keeps everything in memory until the server stops)",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 = free)")
+    serve.add_argument(
+        "--api-key-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="read full keys from PATH, one KEY[=TENANT] a line ('#' comments and blank "
+        "lines ignored); recommended, with the environment variable "
+        f"{ENV_KEYS} (comma-separated), because neither shows in `ps` (repeatable)",
+    )
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY[=TENANT]",
+        help="a full key, of tenant 'local' unless =TENANT is given (repeatable). Visible "
+        "to every local user in `ps`: prefer --api-key-file or "
+        f"{ENV_KEYS}",
+    )
+    serve.add_argument(
+        "--eval-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="an evaluation key: GET /org/projects answers 403, tenant 'default' (repeatable)",
+    )
+    serve.add_argument(
+        "--plan",
+        action="append",
+        default=[],
+        metavar="KEY=MODE:N",
+        help="monthly add limit N for KEY; MODE 'free' (silent: writes skipped, reads empty) or "
+        "'evaluation' (429 with retry_after) (repeatable)",
+    )
+    serve.add_argument(
+        "--async-extraction",
+        action="store_true",
+        help="answer add_turn with 'distilling' and extract in the background, as the hosted "
+        "service does (default: inline, readable as soon as answered)",
+    )
+    serve.add_argument(
+        "--embedder",
+        default="none",
+        metavar="none|model2vec[:MODEL]|sentence-transformers[:MODEL_OR_PATH]|openai[:MODEL]",
+        help="recall by meaning fused with word recall (needs pip install "
+        "'memorysync-local[semantic]'); model2vec's default model is "
+        "minishlab/potion-base-8M, downloaded once; sentence-transformers (pip install "
+        "'memorysync-local[transformers]', torch) loads a folder or a cached model offline, "
+        "default sentence-transformers/all-MiniLM-L6-v2 (default none: word recall only)",
+    )
+    serve.add_argument(
+        "--extractor",
+        default="rules",
+        metavar="rules|openai[:MODEL]",
+        help="who decides the facts and their updates: the rules (default), or an "
+        "OpenAI-compatible chat model (OPENAI_BASE_URL, OPENAI_API_KEY; default model "
+        "gpt-4o-mini), with the rules taking over on any failure",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn log level (default info)",
+    )
+    serve.add_argument(
+        "--otel",
+        action="store_true",
+        help="a span per request, exported over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables); "
+        "needs pip install 'memorysync-local[otel]'",
+    )
+    add_data_commands(commands)
+    return parser
+
+
+def _parse_keys(values: Sequence[str]) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for value in values:
+        key, sep, tenant = value.strip().partition("=")
+        key = key.strip()
+        if not key:
+            raise ValueError("--api-key needs a non-empty KEY")
+        if sep and not tenant.strip():
+            raise ValueError("--api-key KEY=TENANT needs a non-empty TENANT")
+        keys[key] = tenant.strip() if sep else DEFAULT_TENANT
+    return keys
+
+
+def _read_key_file(path: str) -> list[str]:
+    """The ``KEY[=TENANT]`` lines of a key file (the error names the file, never a key)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise ValueError(f"--api-key-file {path}: cannot read it ({reason})") from None
+    entries = [line.strip() for line in lines]
+    entries = [line for line in entries if line and not line.startswith("#")]
+    if not entries:
+        raise ValueError(f"--api-key-file {path}: no key in it")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    if mode & 0o077:
+        print(
+            f"warning: {path} is readable by other users (mode {mode & 0o777:o}); chmod 600 it",
+            file=sys.stderr,
+            flush=True,
+        )
+    return entries
+
+
+def _embedder(spec: str) -> Embedder | None:
+    """The ``--embedder`` asked for, or None with one line saying why it is off."""
+    try:
+        return load_embedder(spec)
+    except EmbedderUnavailable as exc:
+        print(f"semantic recall is off, serving lexical recall: {exc}", file=sys.stderr, flush=True)
+        return None
+
+
+# A path segment shaped like a MemorySync key (ms_ and at least 12 more characters).
+_KEY_SHAPED = re.compile(r"ms_[A-Za-z0-9_\-]{12,}")
+
+
+class _ScrubbedPaths(logging.Filter):
+    """Keeps keys out of uvicorn's access log: a client may put one in the URL.
+
+    The query string is dropped, and a path segment that holds one of the server's
+    keys, or is shaped like a key (``ms_...``), is replaced by ``<key omitted>``.
+    """
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        super().__init__()
+        self._keys = [k for k in keys if k]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            path, sep, _ = args[2].partition("?")
+            shown = "/".join(self._segment(part) for part in path.split("/"))
+            record.args = (*args[:2], shown + ("?<query omitted>" if sep else ""), *args[3:])
+        return True
+
+    def _segment(self, part: str) -> str:
+        plain = unquote(part)
+        if _KEY_SHAPED.search(plain) or any(key in plain for key in self._keys):
+            return "<key omitted>"
+        return part
+
+
+def _parse_plans(values: Sequence[str]) -> dict[str, Plan]:
+    plans: dict[str, Plan] = {}
+    for value in values:
+        key, sep, spec = value.partition("=")
+        if not sep or not key:
+            raise ValueError("--plan must look like KEY=free:N or KEY=evaluation:N")
+        plans[key] = Plan.parse(spec)
+    return plans
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``memorysync-local`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in DATA_COMMANDS:
+        return run_data_command(args)
+    env_keys = [k for k in os.environ.get(ENV_KEYS, "").split(",") if k.strip()]
+    try:
+        file_keys = [entry for path in args.api_key_file for entry in _read_key_file(path)]
+        keys = _parse_keys([*env_keys, *file_keys, *args.api_key])
+        plans = _parse_plans(args.plan)
+        generated = None
+        if not keys and not args.eval_key:
+            generated = f"ms_local_{secrets.token_urlsafe(24)}"
+            keys = {generated: DEFAULT_TENANT}
+        embedder = _embedder(args.embedder)
+        app = create_app(
+            args.db,
+            api_keys=keys,
+            eval_keys=args.eval_key,
+            plans=plans,
+            async_extraction=args.async_extraction,
+            embedder=embedder,
+            extractor=args.extractor,
+        )
+    except (ValueError, TypeError, RuntimeError, StorageError) as exc:
+        parser.error(str(exc))
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        app.state.store.close()
+        parser.error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    if args.otel and instrument(app):
+        print(start_sdk(), flush=True)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"memorysync-local {__version__} serving {args.db} at http://{shown}:{port}", flush=True)
+    if embedder is not None:
+        print(f"recall by meaning: {embedder.name} (fused with word recall)", flush=True)
+    extractor = app.state.store.extractor
+    if getattr(extractor, "wants_related", False):
+        print(f"facts decided by {extractor.name} (the rules on any failure)", flush=True)
+    if generated is not None:
+        print(f"API key (generated, shown once): {generated}", flush=True)
+    if not _is_loopback(args.host):
+        print(
+            "warning: listening beyond loopback; anyone who can reach it needs only a key",
+            file=sys.stderr,
+            flush=True,
+        )
+    config = uvicorn.Config(WorkerThreads(app), lifespan="off", log_level=args.log_level)
+    # After Config: it (re)configures uvicorn's loggers.
+    logging.getLogger("uvicorn.access").addFilter(_ScrubbedPaths([*keys, *args.eval_key]))
+    # uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it
+    # found and raises the signal again. Ours turn that into _Stopped, so the store
+    # is closed (background extraction drained or left stored for the next start)
+    # instead of the process dying, and Ctrl-C prints no traceback.
+    previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except _Stopped:
+        pass
+    finally:
+        sock.close()
+        # A second signal while closing cuts the drain short: the jobs left stay stored.
+        with contextlib.suppress(_Stopped):
+            app.state.store.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM arrived: stop serving and close cleanly."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped(signum)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,535 @@
+"""Deterministic fact extraction from one user turn, behind a small interface.
+
+The rule-based extractor reads sentence structure, not a table of known phrases:
+
+1. the turn is split into sentences; a turn made only of acknowledgements,
+   greetings and interjections is *low value*;
+2. a memory directive ("remember that X", "keep in mind X", "call me X")
+   makes X a fact whatever its form;
+3. questions (a ``?``, or a leading question word or inverted auxiliary) and
+   requests (imperatives, "I need you to ...", "I'd like a ...") are not facts,
+   and nor is a sentence about the conversation (it addresses "you");
+4. a declarative with a first-person subject ("I", "my", "we") is a fact when
+   its predicate says something durable: a preference, a constraint, a plan,
+   identity, a relation or a habit (recognised by the predicate's verb or
+   adjective class), and it carries no "right now"-style transient marker;
+5. a fact is rewritten about the user: "I live in Lisbon" -> "Lives in Lisbon",
+   "my daughter is Ana" -> "User's daughter is Ana".
+
+Replace it with any object that has the ``Extractor`` shape (``_extraction/extractor.py``;
+for example an LLM-backed one): ``create_app(..., extractor=MyExtractor())``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memorysync_local._extraction.attributes import LAST_FACT, classify, retraction_clause
+from memorysync_local._extraction.extractor import Extraction, Fact, FactKind, Retraction
+from memorysync_local._extraction.sentences import split_sentences, words
+
+
+def _vocab(words: str) -> frozenset[str]:
+    """A word class, written as one space-separated string."""
+    return frozenset(words.split())
+
+
+# --- word classes (grammar, not phrases) ------------------------------------
+
+_FILLER = _vocab(
+    "ok okay okey k kk thanks thank thx ty cheers cool great nice sure yes yeah yep yup no "
+    "nope nah hi hello hey hiya yo bye goodbye cya later lol lmao haha hahaha hmm hm mm umm "
+    "uh um ah oh wow alright right fine good perfect awesome amazing excellent got it sounds "
+    "noted understood gotcha indeed agreed true totally exactly absolutely definitely welcome "
+    "morning evening afternoon night good-night you very much so much a lot again ha huh oops "
+    "whoa np gm gn brb ttyl sweet neat lovely wonderful fantastic super makes sense will do "
+    "there"
+)
+_QUESTION_HEADS = _vocab(
+    "what what's whats who who's whom whose where where's when why how how's which is are am "
+    "was were do does did can could would will should shall may might have has isn't aren't "
+    "wasn't don't doesn't didn't can't couldn't won't wouldn't shouldn't anyone any"
+)
+_IMPERATIVE_HEADS = _vocab(
+    "please tell give show find write help explain book make list summarize summarise "
+    "translate check search send create draft suggest recommend describe compare calculate "
+    "compute convert fix add remove delete change update plan let let's lets generate read "
+    "look get set schedule cancel order buy pick choose name rewrite review edit format sort "
+    "count define teach remind walk open close go play stop start continue repeat try imagine "
+    "pretend brainstorm outline estimate turn call watch keep avoid mind consider be"
+)
+_DISCOURSE = _vocab(
+    "oh and also btw actually well so anyway anyways fyi honestly plus but hey hi hello ok "
+    "okay alright yeah yes no um uh hmm right fine sure thanks basically note"
+)
+_TRANSIENT = re.compile(
+    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening|minute)|"
+    r"just now|for now|atm|rn|yesterday)\b"
+)
+_CONVERSATIONAL_COGNITION = _vocab(
+    "think guess suppose see know understand agree disagree mean meant wonder wondered "
+    "wondering forgot forget bet assume said asked told noticed hope appreciate doubt reckon "
+    "was just"
+)
+# "I'm <state>": a passing state of the conversation, not a fact about the person.
+_PASSING_STATES = _vocab(
+    "fine good ok okay well great tired hungry bored back here done ready confused lost sorry "
+    "glad happy sure kidding joking curious wondering asking trying looking thinking "
+    "listening waiting interested afraid just still so very really excited"
+)
+_REQUEST_VERBS = _vocab(
+    "know see ask check get find try understand talk hear order book make change cancel read "
+    "have learn watch buy"
+)
+_PREFERENCE = _vocab(
+    "like likes love loves enjoy enjoys prefer prefers adore hate hates dislike dislikes "
+    "detest favorite favourite favourites favorites fan fond keen rather into passionate "
+    "obsessed crave addicted can't stand"
+)
+_CONSTRAINT = _vocab(
+    "allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten "
+    "lactose kosher halal diabetic diabetes celiac coeliac avoid avoids must cannot can't "
+    "unable allowed budget wheelchair deaf blind pregnant medication medications insulin "
+    "afraid scared terrified fear phobia sober shellfish epileptic asthma asthmatic colorblind "
+    "dyslexic diet"
+)
+_PLAN = _vocab(
+    "plan plans planning going gonna will 'll intend intending hope hoping aim aiming "
+    "considering next scheduled booked moving starting learning saving preparing trying "
+    "someday eventually upcoming soon retire retiring wedding training expecting"
+)
+_IDENTITY = _vocab(
+    "work works working job live lives living based from born grew raised old name named "
+    "called studying study student graduated retired moved speak native pronouns citizen "
+    "engineer teacher nurse doctor developer designer manager lawyer student accountant chef "
+    "writer artist scientist researcher programmer farmer pilot musician freelancer"
+)
+_RELATION_NOUNS = _vocab(
+    "wife husband partner spouse girlfriend boyfriend son sons daughter daughters kid kids "
+    "child children mom mum mother dad father parents parent brother brothers sister sisters "
+    "sibling siblings grandma grandmother grandpa grandfather grandparents aunt uncle cousin "
+    "cousins niece nephew friend friends boss manager colleague colleagues coworker coworkers "
+    "roommate dog dogs cat cats pet pets puppy kitten family fiance fiancee baby twins "
+    "in-laws stepson stepdaughter"
+)
+_RELATION_STATE = _vocab("married divorced single engaged widowed dating")
+_FREQUENCY = _vocab(
+    "usually always never often normally typically sometimes rarely every weekly daily "
+    "regularly mostly weekends mondays tuesdays wednesdays thursdays fridays saturdays sundays"
+)
+_IRREGULAR_PAST = _vocab(
+    "went grew was were had got made took came began became bought left met saw found quit "
+    "ran spent sold wrote taught thought told won lost knew kept built broke fell flew felt "
+    "forgot gave heard held paid rode said sat sent slept spoke stood swam chose "
+    "drove ate drank did been born lived moved worked studied"
+)
+_ADVERBS = _vocab(
+    "really also just still sometimes only rarely mostly absolutely totally definitely "
+    "generally currently recently usually always never often normally typically actually "
+    "honestly seriously truly kind sort"
+)
+_NEGATORS = _vocab("don't dont do not never")
+_AUXILIARIES = _vocab("am is are was were be do does did have has had will would shall not")
+_MODALS = _vocab("can could should must might may shall")
+
+_DIRECTIVE = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:i\s+(?:want|need|would like|'d like)"
+    r"\s+you\s+to\s+)?(?:(?:remember|note|memorize|memorise|keep\s+in\s+mind|bear\s+in\s+mind|"
+    r"don't\s+forget|do\s+not\s+forget|never\s+forget|make\s+a\s+note|take\s+note)"
+    r"(?:\s+(?:of\s+this|this|for\s+later|for\s+next\s+time))?\s*(?:that|:|,)?\s+)(?P<rest>.+)$",
+    re.I,
+)
+_CALL_ME = re.compile(
+    r"^(?:please\s+)?(?:(?:you\s+can|you\s+may|just|please)\s+)?(?:call|address)\s+me\s+"
+    r"(?P<name>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?))",
+    re.I,
+)
+_LEADING_MARKER = re.compile(
+    r"^(?:(?:by the way|just so you know|for the record|for context|for reference|fun fact|"
+    r"to be honest|in case you need it|heads up|fyi|btw|also|oh|and|actually|well|so|anyway|"
+    r"plus|but|honestly|ok|okay|alright|yeah|yes|no|hey|hi|hello|um|uh|hmm|thanks)"
+    r"\s*[,:!-]?\s+)+",
+    re.I,
+)
+_FIRST_PERSON_HEAD = re.compile(
+    r"^(?:i|i'm|im|i've|ive|i'd|i'll|my|me and my|mine|we|we're|we've|our)\b", re.I
+)
+_CLAUSE_BREAK = re.compile(
+    r"\s*,?\s+(?:and|but|plus|also|so|while|though|although|whereas)\s+"
+    r"(?=(?:i|i'm|i've|i'd|i'll|my)\b)",
+    re.I,
+)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|you're|youre|yours|yourself|u|ur)\b", re.I)
+
+
+class RuleBasedExtractor:
+    """The default extractor: deterministic rules over sentence structure.
+
+    >>> RuleBasedExtractor().extract("Thanks! I live in Lisbon. What's the weather?").facts
+    (Fact(text='Lives in Lisbon', kind='identity'),)
+    """
+
+    def extract(self, text: str, *, explicit: bool = False) -> Extraction:
+        """Split ``text`` into sentences and keep the durable statements about the user."""
+        facts: list[Fact] = []
+        rejected: list[str] = []
+        retractions: list[Retraction] = []
+        substantive = False
+        for sentence in split_sentences(text):
+            if _is_filler(sentence):
+                continue
+            substantive = True
+            for clause in _clauses(sentence):
+                denied = retraction_clause(_strip_markers(clause.strip()))
+                if denied is not None:
+                    retractions.append(_retraction(denied))
+                    continue
+                fact = _with_attribute(clause, _sentence_fact(clause, explicit=explicit))
+                if fact is None:
+                    rejected.append(clause)
+                elif fact.text and fact not in facts:
+                    facts.append(fact)
+        return Extraction(
+            facts=tuple(facts),
+            low_value=not substantive,
+            rejected=tuple(rejected),
+            retractions=tuple(retractions),
+        )
+
+
+def _with_attribute(clause: str, fact: Fact | None) -> Fact | None:
+    """The fact with the attribute it states; a first-person sentence that states an
+    attribute is a fact even when its verb alone would not make one ("I moved to X")."""
+    if fact is None:
+        body = _strip_markers(clause.strip())
+        if not _is_first_person(body) or _is_question(body) or _SECOND_PERSON.search(body):
+            return None
+        text = _about_user(body)
+        found = classify(text)
+        return None if found is None else Fact(text, "identity", attribute=found[0])
+    found = classify(fact.text)
+    return fact if found is None else Fact(fact.text, fact.kind, attribute=found[0])
+
+
+def _retraction(denied: str) -> Retraction:
+    if denied == LAST_FACT:
+        return Retraction()
+    text = _about_user(denied)
+    found = classify(text)
+    if found is None:
+        return Retraction(text)
+    return Retraction(text, found[0], found[1])
+
+
+def _clauses(sentence: str) -> list[str]:
+    """Split "X and I Y" into two clauses when the second has its own first-person subject."""
+    parts = [p.strip(" ,") for p in _CLAUSE_BREAK.split(sentence)]
+    return [p for p in parts if p] or [sentence]
+
+
+def _is_filler(sentence: str) -> bool:
+    tokens = words(sentence)
+    return not tokens or all(token in _FILLER for token in tokens)
+
+
+def _strip_markers(sentence: str) -> str:
+    stripped = _LEADING_MARKER.sub("", sentence).strip()
+    return stripped or sentence
+
+
+def _sentence_fact(sentence: str, *, explicit: bool) -> Fact | None:
+    body = _strip_markers(sentence.strip())
+    directive = _DIRECTIVE.match(body)
+    if directive:
+        rest = directive.group("rest").strip().rstrip("?.! ")
+        if not rest or _is_filler(rest):
+            return None
+        return Fact(_about_user(rest), _kind(words(rest)) or "other")
+    call_me = _CALL_ME.match(body)
+    if call_me:
+        return Fact(f"Wants to be called {call_me.group('name')}", "identity")
+    if _is_question(body) or _is_imperative(body):
+        return None
+    if _SECOND_PERSON.search(body):
+        return None
+    tokens = words(body)
+    if not _is_first_person(body):
+        if explicit and len(tokens) >= 2:
+            return Fact(_clean(body), _kind(tokens) or "other")
+        return None
+    if _TRANSIENT.search(body.lower()) or _is_conversational(tokens) or _is_request(tokens):
+        return None
+    kind = _kind(tokens)
+    if kind is None:
+        kind = "other" if explicit or _is_possessive_statement(tokens) else None
+    if kind is None:
+        return None
+    return Fact(_about_user(body), kind)
+
+
+def _is_first_person(body: str) -> bool:
+    return _FIRST_PERSON_HEAD.match(body) is not None
+
+
+def _is_question(body: str) -> bool:
+    if body.rstrip().endswith("?"):
+        return True
+    tokens = words(body)
+    if not tokens:
+        return False
+    head = tokens[0]
+    if head in ("i", "my", "we", "our"):
+        return False
+    return head in _QUESTION_HEADS and len(tokens) > 1 and tokens[1] not in ("i", "it's")
+
+
+def _is_imperative(body: str) -> bool:
+    tokens = words(body)
+    return bool(tokens) and tokens[0] in _IMPERATIVE_HEADS
+
+
+def _is_conversational(tokens: list[str]) -> bool:
+    """First-person remarks about the exchange itself ("I think so", "I'm not sure")."""
+    if tokens[0] in ("i", "we") and len(tokens) > 1:
+        verb = tokens[2] if tokens[1] in _ADVERBS and len(tokens) > 2 else tokens[1]
+        if verb in _CONVERSATIONAL_COGNITION and verb != "was":
+            return True
+        if verb in ("don't", "didn't") and len(tokens) > 2 and tokens[2] in ("know", "understand"):
+            return True
+        if verb == "have" and len(tokens) > 3 and tokens[2] in ("a", "another", "one"):
+            return tokens[3] in ("question", "idea", "request", "doubt", "follow")
+    if tokens[0] in ("i'm", "im") or tokens[:2] == ["i", "am"]:
+        rest = tokens[1:] if tokens[0] != "i" else tokens[2:]
+        if rest[:1] == ["not"]:
+            rest = rest[1:]
+        if rest and rest[0] in _PASSING_STATES:
+            return not _mentions_durable(rest)
+        if not rest:
+            return True
+    return False
+
+
+def _mentions_durable(tokens: list[str]) -> bool:
+    bag = set(tokens)
+    return bool(bag & (_CONSTRAINT | _PREFERENCE | _RELATION_NOUNS)) or "interested" in bag
+
+
+def _is_request(tokens: list[str]) -> bool:
+    """First-person requests to the assistant: "I need a ...", "I'd like to know ..."."""
+    joined = " ".join(tokens[:4])
+    for head in ("i'd like", "i would like", "i want", "i need", "i'd love", "i would love"):
+        if joined.startswith(head):
+            rest = tokens[len(head.split()) :]
+            if not rest:
+                return True
+            if rest[0] in ("a", "an", "the", "some", "help", "this", "that", "it", "more"):
+                return True
+            if rest[0] == "to" and len(rest) > 1 and rest[1] in _REQUEST_VERBS:
+                return True
+    return tokens[:2] in (["i'm", "looking"], ["im", "looking"]) and "for" in tokens[2:4]
+
+
+def _is_possessive_statement(tokens: list[str]) -> bool:
+    """ "My <noun phrase> is/are/has ..." states a detail about the user's life."""
+    if tokens[0] not in ("my", "our") or len(tokens) < 3:
+        return False
+    return any(
+        t in ("is", "are", "was", "were", "has", "have", "'s") or t.endswith("'s")
+        for t in tokens[1:6]
+    )
+
+
+def _kind(tokens: list[str]) -> FactKind | None:
+    bag = set(tokens)
+    joined = " ".join(tokens)
+    if bag & {"eat", "drink"} and bag & {"don't", "never", "can't", "cannot", "not"}:
+        return "constraint"
+    if bag & _CONSTRAINT or "can't stand" in joined:
+        return "preference" if "can't stand" in joined else "constraint"
+    if bag & _PREFERENCE or "would rather" in joined:
+        return "preference"
+    if tokens[0] in ("my", "our") and len(tokens) > 1 and tokens[1] in _RELATION_NOUNS:
+        return "relation"
+    if bag & _RELATION_STATE or (bag & _RELATION_NOUNS and bag & {"have", "has", "got"}):
+        return "relation"
+    if bag & {"have", "has"} and bag & {"named", "called"}:
+        return "relation"
+    if bag & _FREQUENCY:
+        return "habit"
+    if bag & _PLAN or "i'll" in bag or "we'll" in bag:
+        return "plan"
+    if bag & _IDENTITY or _is_profession(tokens) or "go by" in joined:
+        return "identity"
+    if _is_copular(tokens):
+        return "identity"
+    if _simple_present_verb(tokens) is not None:
+        # English simple present with a first-person subject states a habit or a state.
+        return "habit"
+    return None
+
+
+def _is_copular(tokens: list[str]) -> bool:
+    """ "I'm X" / "I am X" / "I've been X" with a complement (passing states were ruled out)."""
+    for start in (["i'm"], ["im"], ["i", "am"], ["i've", "been"], ["i", "have", "been"]):
+        if tokens[: len(start)] == start and len(tokens) > len(start):
+            return True
+    return False
+
+
+def _simple_present_verb(tokens: list[str]) -> str | None:
+    """The verb of "I [adverbs] <verb> ..." when it is a plain present-tense verb."""
+    if tokens[0] not in ("i", "we") or len(tokens) < 3:
+        return None
+    index = 1
+    while index < len(tokens) and (tokens[index] in _ADVERBS or tokens[index] in _NEGATORS):
+        index += 1
+    if index >= len(tokens) - 1:
+        return None
+    verb = tokens[index]
+    if (
+        "'" in verb
+        or verb in _MODALS
+        or verb in _AUXILIARIES
+        or verb in _IRREGULAR_PAST
+        or _looks_past(verb)
+        or verb in _CONVERSATIONAL_COGNITION
+    ):
+        return None
+    return verb
+
+
+def _is_profession(tokens: list[str]) -> bool:
+    """ "I'm a/an <noun>" or "I am a/an <noun>"."""
+    for start in (["i'm"], ["im"], ["i", "am"]):
+        n = len(start)
+        if tokens[:n] == start and len(tokens) > n + 1 and tokens[n] in ("a", "an"):
+            return True
+    return False
+
+
+# --- rewriting a first-person sentence about the user --------------------------
+
+_SUBJECT_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.I), replacement)
+    for pattern, replacement in (
+        (r"^i'm not\b", "Is not"),
+        (r"^(?:i'm|im|i am)\b", "Is"),
+        (r"^i was\b", "Was"),
+        (r"^(?:i've|ive|i have)\b", "Has"),
+        (r"^i haven't\b", "Has not"),
+        (r"^i had\b", "Had"),
+        (r"^(?:i'll|i will)\b", "Will"),
+        (r"^i won't\b", "Will not"),
+        (r"^(?:i'd|i would)\b", "Would"),
+        (r"^(?:i don't|i do not|i dont)\b", "Does not"),
+        (r"^(?:i didn't|i did not)\b", "Did not"),
+        (r"^(?:i can't|i cannot|i can not|i cant)\b", "Cannot"),
+        (r"^i do\b", "Does"),
+        (r"^i wasn't\b", "Was not"),
+        (r"^my\b", "User's"),
+        (r"^mine\b", "User's"),
+        (r"^me and my\b", "User and their"),
+    )
+)
+_KEEP_IS_BEFORE = _vocab("a an the from in at on of not no one my their")
+_INNER_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.I), replacement)
+    for pattern, replacement in (
+        (r"\b(and|or) (?:i|me)\b(?!')", r"\1 the user"),
+        (r"\bi'm\b", "they're"),
+        (r"\bi am\b", "they are"),
+        (r"\bi was\b", "they were"),
+        (r"\bi've\b", "they've"),
+        (r"\bi'd\b", "they'd"),
+        (r"\bi'll\b", "they'll"),
+        (r"\bi\b", "they"),
+        (r"\bmyself\b", "themselves"),
+        (r"\bmine\b", "theirs"),
+        (r"\bmy\b", "their"),
+        (r"\bour\b", "their"),
+        (r"\bus\b", "them"),
+        (r"\bme\b", "them"),
+    )
+)
+
+
+def _about_user(sentence: str) -> str:
+    """Rewrite a first-person sentence as a statement about the user."""
+    text = _clean(_trim_asides(sentence))
+    if not _is_first_person(text) or re.match(r"^(?:we|we're|we've|our)\b", text, re.I):
+        return text
+    head, rest = _rewrite_subject(text)
+    if head == "Is":
+        # "I'm allergic to X" -> "Allergic to X"; keep "Is" before articles and prepositions.
+        nxt = words(rest)[:1]
+        if nxt and nxt[0] not in _KEEP_IS_BEFORE and not nxt[0][:1].isdigit():
+            head, rest = "", rest.lstrip()
+    for pattern, replacement in _INNER_REWRITES:
+        rest = pattern.sub(replacement, rest)
+    return _capitalise(f"{head}{rest}".strip())
+
+
+def _rewrite_subject(text: str) -> tuple[str, str]:
+    for pattern, replacement in _SUBJECT_REWRITES:
+        match = pattern.match(text)
+        if match:
+            return replacement, text[match.end() :]
+    match = re.match(r"^i\s+", text, re.I)
+    if not match:
+        return "", text
+    position = match.end()
+    adverbs: list[str] = []
+    while True:
+        word = re.match(r"([A-Za-z'-]+)\s*", text[position:])
+        if not word:
+            return "", text
+        if word.group(1).lower() in _ADVERBS:
+            adverbs.append(word.group(1))
+            position += word.end()
+            continue
+        verb_end = position + len(word.group(1))
+        head = " ".join([*adverbs, _third_person(word.group(1))])
+        return head, text[verb_end:]
+
+
+def _looks_past(verb: str) -> bool:
+    """Regular past tense ("moved"), but not present verbs ending in -eed ("need")."""
+    return verb.lower().endswith("ed") and not verb.lower().endswith("eed")
+
+
+def _third_person(verb: str) -> str:
+    lower = verb.lower()
+    if lower in _MODALS or lower in _IRREGULAR_PAST or _looks_past(lower):
+        return verb
+    if lower == "have":
+        return "has"
+    if lower in ("am", "be"):
+        return "is"
+    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return f"{verb}es"
+    if len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
+        return f"{verb[:-1]}ies"
+    return f"{verb}s"
+
+
+_ASIDE = re.compile(r",?\s+(?:so|when|if|and|but|because)\s+(?P<tail>.+)$", re.I)
+_TRAILING_PLEASE = re.compile(r"[,\s]+(?:please|thanks|thank you|ok|okay)[.!]*$", re.I)
+
+
+def _trim_asides(sentence: str) -> str:
+    """Drop a trailing "please", and a trailing clause addressed to the assistant."""
+    text = _TRAILING_PLEASE.sub("", sentence.strip())
+    aside = _ASIDE.search(text)
+    if aside:
+        tail = aside.group("tail")
+        if _SECOND_PERSON.search(tail) or _is_imperative(tail):
+            text = text[: aside.start()]
+    return text
+
+
+def _clean(sentence: str) -> str:
+    return _capitalise(sentence.strip().rstrip(".!? ").strip())
+
+
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text

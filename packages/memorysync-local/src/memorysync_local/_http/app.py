@@ -1,0 +1,96 @@
+"""The FastAPI application: the guard, the error answers and the three route groups.
+
+Endpoints are plain ``def`` functions, so FastAPI runs them in its thread pool
+and storage work never blocks the event loop; the app keeps no event-loop-bound
+state and needs no startup event, so it can be driven by ``httpx.ASGITransport``
+from several event loops and threads at once. The routes call the store
+(``_service.store.Store``), never the storage's engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from fastapi import FastAPI
+
+from memorysync_local._extraction.extractor import Extractor
+from memorysync_local._extraction.llm import load_extractor
+from memorysync_local._http.contract_routes import add_contract_routes
+from memorysync_local._http.errors import install_error_handlers
+from memorysync_local._http.extension_routes import add_local_routes
+from memorysync_local._http.guard import BODY_TIMEOUT_SECONDS, GuardMiddleware
+from memorysync_local._http.models import ERROR_RESPONSES
+from memorysync_local._http.official_client_routes import add_compat_routes
+from memorysync_local._plans import DEFAULT_TENANT, KeyRing, Plan
+from memorysync_local._recall.embedder_setting import EmbedderSetting, embedder_or_lexical
+from memorysync_local._service.store import Store
+from memorysync_local._version import __version__
+
+DEV_API_KEY = "ms_local_dev_key"
+
+
+def create_app(
+    db_path: str = "./memorysync.db",
+    *,
+    api_keys: Mapping[str, str] | None = None,
+    eval_keys: Iterable[str] = (),
+    plans: Mapping[str, Plan] | None = None,
+    async_extraction: bool = False,
+    extractor: Extractor | str | None = None,
+    body_timeout: float = BODY_TIMEOUT_SECONDS,
+    embedder: EmbedderSetting = None,
+) -> FastAPI:
+    """Build a MemorySync-compatible ASGI app over the database ``db_path`` names.
+
+    ``api_keys`` maps each full key to its tenant (default: ``{"ms_local_dev_key":
+    "local"}``); ``eval_keys`` are evaluation keys (tenant ``"default"``, no
+    ``/org/projects``); ``plans`` gives a key a monthly add limit and a quota mode.
+    ``async_extraction`` answers ``distilling`` and extracts on a background
+    thread, as the hosted service does; by default a write is readable as soon as
+    it is answered. ``db_path`` is a SQLite file or ``":memory:"`` (a
+    ``postgresql://`` URL names a PostgreSQL database). ``body_timeout`` is how long
+    the server waits for the next piece of a request body before answering 408.
+    ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
+    ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
+    ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
+    server recalls lexically. ``extractor`` is an ``Extractor`` or a spec, ``"rules"``
+    (the default) or ``"openai[:MODEL]"`` (the opt-in LLM extractor, which falls back
+    to the rules on any failure).
+
+    The store is closed by ``app.state.store.close()`` (the app has no lifespan).
+
+    Example:
+        ```python
+        import uvicorn
+        from memorysync_local import create_app
+
+        app = create_app("./memorysync.db", api_keys={"ms_dev": "local"})
+        uvicorn.run(app, host="127.0.0.1", port=8765)
+        ```
+    """
+    keys = KeyRing(
+        dict(api_keys) if api_keys is not None else {DEV_API_KEY: DEFAULT_TENANT},
+        tuple(eval_keys),
+        dict(plans or {}),
+    )
+    store = Store(
+        db_path,
+        load_extractor(extractor),
+        async_extraction=async_extraction,
+        embedder=embedder_or_lexical(embedder),
+    )
+    app = FastAPI(
+        title="memorysync-local",
+        version=__version__,
+        description="A MemorySync-compatible server on SQLite (offline, single node).",
+        responses=ERROR_RESPONSES,
+    )
+    app.state.store = store
+    app.state.keys = keys
+    install_error_handlers(app)
+    app.add_middleware(GuardMiddleware, keys=keys, body_timeout=body_timeout)
+    add_contract_routes(app, store, keys)
+    # The official client's /memory/... routes, the /x-local extension and the inspector.
+    add_compat_routes(app, store, keys)
+    add_local_routes(app, store, keys)
+    return app

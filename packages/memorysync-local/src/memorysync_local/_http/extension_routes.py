@@ -1,0 +1,143 @@
+"""The ``/x-local/v1/...`` extension namespace and the web inspector at ``/ui/``.
+
+The hosted contract has no route to list a user's sessions, erase a user in one
+call or cancel their pending extraction; these are ``memorysync-local``'s own,
+under a prefix no hosted route uses, so a client can tell "this server lacks it"
+(404) from a failure. Every route is scoped to the caller's tenant (the key's).
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the route annotations.
+from enum import Enum
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from memorysync_local._http.inspector import INSPECTOR_HTML
+from memorysync_local._http.json_response import json_answer
+from memorysync_local._http.models import MAX_ID_CHARS, MAX_INT
+from memorysync_local._plans import Caller, KeyRing
+from memorysync_local._service.store import Store
+from memorysync_local._service.users_data import (
+    cancel_jobs,
+    export_user,
+    forget_memory,
+    forget_session,
+    forget_user,
+    list_sessions,
+    list_users,
+    memory_rows,
+    stats,
+    transcript,
+)
+
+PREFIX = "/x-local/v1"
+UserId = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+class UserBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+class MemoryBody(UserBody):
+    memory_id: Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
+
+
+class SessionBody(UserBody):
+    session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+def add_local_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
+    """Register the extension routes and the inspector page."""
+
+    async def caller(x_api_key: Annotated[str | None, Header()] = None) -> Caller:
+        found = keys.lookup(x_api_key) if x_api_key and x_api_key.strip() else None
+        if found is None:
+            raise HTTPException(401, "missing or unknown X-API-Key header")
+        return found
+
+    Auth = Annotated[Caller, Depends(caller)]
+    tags: list[str | Enum] = ["x-local (extension)"]
+
+    @app.get(PREFIX + "/users", tags=tags)
+    def users(who: Auth) -> Response:
+        """Every end user of the tenant with memory, turn and session counts."""
+        return json_answer({"users": list_users(store.db, who.tenant_id)})
+
+    @app.get(PREFIX + "/sessions", tags=tags)
+    def sessions(who: Auth, user_id: UserId) -> Response:
+        """The user's sessions (transcript scopes and memory sessions) with counts."""
+        return json_answer(
+            {"user_id": user_id, "sessions": list_sessions(store.db, who.tenant_id, user_id)}
+        )
+
+    @app.get(PREFIX + "/memories", tags=tags)
+    def memories(
+        who: Auth,
+        user_id: UserId,
+        q: Annotated[str, Query(max_length=1000)] = "",
+        limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    ) -> Response:
+        """The user's memories newest first (``q``: those whose text contains it)."""
+        items, total = memory_rows(
+            store.db, who.tenant_id, user_id, query=q, limit=limit, offset=offset
+        )
+        return json_answer({"memories": items, "total": total})
+
+    @app.get(PREFIX + "/transcript", tags=tags)
+    def session_transcript(
+        who: Auth, user_id: UserId, session_id: Annotated[str, Query(min_length=1)]
+    ) -> Response:
+        """One session's turns in conversation order."""
+        return json_answer({"items": transcript(store.db, who.tenant_id, user_id, session_id)})
+
+    @app.get(PREFIX + "/export", tags=tags)
+    def user_export(who: Auth, user_id: UserId) -> Response:
+        """Every memory and transcript turn of the user, in the core's export schema
+        (what ``memorysync-local export`` writes; ``import_export()`` reads it)."""
+        return json_answer(export_user(store.db, who.tenant_id, user_id))
+
+    @app.get(PREFIX + "/stats", tags=tags)
+    def tenant_stats(who: Auth) -> Response:
+        """Counts for the tenant: users, memories, turns, sessions, pending jobs."""
+        return json_answer(stats(store.db, who.tenant_id))
+
+    @app.post(PREFIX + "/jobs/cancel", tags=tags)
+    def jobs_cancel(body: UserBody, who: Auth) -> Response:
+        """Drop the user's pending background extraction; ``{"cancelled": n}``."""
+        return json_answer({"cancelled": cancel_jobs(store.db, who.tenant_id, body.user_id)})
+
+    @app.post(PREFIX + "/users/forget", tags=tags)
+    def users_forget(body: UserBody, who: Auth) -> Response:
+        """Erase the user: every memory, turn and pending job, in one transaction."""
+        return json_answer(forget_user(store.db, who.tenant_id, body.user_id))
+
+    @app.post(PREFIX + "/memories/forget", tags=tags)
+    def memories_forget(body: MemoryBody, who: Auth) -> Response:
+        """Erase one memory of the user (any user id, no header encoding needed)."""
+        deleted = forget_memory(store.db, who.tenant_id, body.user_id, body.memory_id)
+        return json_answer({"memories": deleted})
+
+    @app.post(PREFIX + "/sessions/forget", tags=tags)
+    def sessions_forget(body: SessionBody, who: Auth) -> Response:
+        """Erase one session of the user: its turns and the memories written in it."""
+        return json_answer(forget_session(store.db, who.tenant_id, body.user_id, body.session_id))
+
+    @app.get("/ui", include_in_schema=False)
+    @app.get("/ui/", include_in_schema=False)
+    def inspector() -> Response:
+        """The inspector page (static; its data comes from the routes above)."""
+        return Response(
+            INSPECTOR_HTML.encode("utf-8"),
+            media_type="text/html; charset=utf-8",
+            headers={
+                # The page runs only its own script and talks only to this server.
+                "Content-Security-Policy": "default-src 'none'; script-src 'self' 'unsafe-inline'; "
+                "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; "
+                "form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+                "Referrer-Policy": "no-referrer",
+                "Cache-Control": "no-store",
+            },
+        )

@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from memorysync_local.storage.errors import StorageBusy, StorageError, StorageUnwritable
-from memorysync_local.storage.postgres import PostgresStorage, open_postgres
-from memorysync_local.storage.records import NewMemory, NewTurn
+from memorysync_local._storage.errors import StorageBusy, StorageError, StorageUnwritable
+from memorysync_local._storage.postgres import PostgresStorage, open_postgres
+from memorysync_local._storage.records import NewMemory, NewTurn
 
 T, U = "local", "ana"
 NOW = "2026-01-02T03:04:05.000000Z"
@@ -86,7 +86,7 @@ def _together(count: int, work: Callable[[int], Any]) -> list[Any]:
 
 def test_three_processes_starting_together_migrate_the_schema_once(postgres_url: str) -> None:
     code = (
-        "import sys; from memorysync_local.storage.postgres import open_postgres; "
+        "import sys; from memorysync_local._storage.postgres import open_postgres; "
         "open_postgres(sys.argv[1]).close()"
     )
     starts = [

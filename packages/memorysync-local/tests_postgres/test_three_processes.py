@@ -31,8 +31,8 @@ TENANT = "local"
 # first job (as a slow model would), holding the claim, until the process dies.
 SERVE = """
 import os, sys, threading
-from memorysync_local.cli import commands
-from memorysync_local.extraction.rules import RuleBasedExtractor
+from memorysync_local._cli import commands
+from memorysync_local._extraction.rules import RuleBasedExtractor
 fast = RuleBasedExtractor.extract
 def stalled(self, text, *, explicit=False):
     if os.environ.get("MEMORYSYNC_TEST_STALL") and threading.current_thread().name.startswith(
@@ -281,7 +281,7 @@ async def test_a_user_erased_through_one_process_is_gone_from_recall_through_ano
         for text in ("My sister lives in Porto.", "I play the violin every evening."):
             added = await writer.post(
                 "/memory/add",
-                json={"text": text, "end_user_id": "ana", "source": "t"},
+                json={"text": text, "source": "t"},
                 headers={"X-End-User-ID": "ana"},
             )
             assert added.status_code == 200, added.text

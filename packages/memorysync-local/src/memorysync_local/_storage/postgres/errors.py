@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg_pool
 
-from memorysync_local.storage.errors import (
+from memorysync_local._storage.errors import (
     StorageBusy,
     StorageCorrupt,
     StorageError,
     StorageUnwritable,
 )
+from memorysync_local._storage.target import shown
 
 _UNWRITABLE = {
     "53100": ("full", "the server's storage is full; nothing can be stored until space is freed"),
@@ -35,17 +35,7 @@ _CORRUPT = {"XX001", "XX002"}
 
 def redact(url: str) -> str:
     """``url`` with any password replaced by ``***`` (for logs and errors)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-
-
-def is_postgres_url(target: str) -> bool:
-    """Whether a ``--db`` value names a PostgreSQL database rather than a SQLite file."""
-    return target.startswith(("postgresql://", "postgres://"))
+    return shown(url)
 
 
 def classify(exc: BaseException) -> StorageError | None:

@@ -11,14 +11,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorysync_local.storage.records import (
+from memorysync_local._storage.records import (
     NewTurn,
     TurnRecord,
     TurnSelection,
 )
 
 if TYPE_CHECKING:
-    from memorysync_local.storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.backend import PostgresSession
 
 
 def turn_record(row: Mapping[str, Any]) -> TurnRecord:

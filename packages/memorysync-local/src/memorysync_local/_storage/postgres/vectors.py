@@ -9,10 +9,10 @@ from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memorysync_local.storage.records import VectorCounters
+from memorysync_local._storage.records import VectorCounters
 
 if TYPE_CHECKING:
-    from memorysync_local.storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.backend import PostgresSession
 
 
 def to_literal(blob: bytes) -> str:

@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from memorysync_local.storage.errors import StorageError
+from memorysync_local._storage.errors import StorageError
 
 # The tables that hold data, in the order a copy writes them (referenced rows first).
 # The word index (memories_stems) is left out: it is derived from memories.
@@ -88,16 +88,9 @@ class SqliteDump:
         self._known(table)
         last = None
         while True:
-            if last is None:
-                sql, params = (
-                    f"SELECT rowid AS _rowid, * FROM {table} ORDER BY rowid LIMIT ?",
-                    (batch,),
-                )
-            else:
-                sql = (
-                    f"SELECT rowid AS _rowid, * FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
-                )
-                params = (last, batch)
+            params: tuple[Any, ...] = (batch,) if last is None else (last, batch)
+            after = "" if last is None else "WHERE rowid > ? "
+            sql = f"SELECT rowid AS _rowid, * FROM {table} {after}ORDER BY rowid LIMIT ?"
             with closing(self._conn.execute(sql, params)) as cursor:
                 found = [dict(row) for row in cursor.fetchall()]
             if not found:

@@ -22,22 +22,22 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from memorysync_local.storage.postgres.database import (
+from memorysync_local._storage.postgres.database import (
     DEFAULT_POOL_SIZE,
     Connection,
     Pool,
     run_locked,
 )
-from memorysync_local.storage.postgres.errors import translated
-from memorysync_local.storage.postgres.jobs import JOBS_CHANNEL, PostgresJobs
-from memorysync_local.storage.postgres.memories import PostgresMemories
-from memorysync_local.storage.postgres.quota import PostgresQuota, flush_counts
-from memorysync_local.storage.postgres.schema import VECTOR_STATEMENTS
-from memorysync_local.storage.postgres.seeds import PostgresSeeds
-from memorysync_local.storage.postgres.transcript import PostgresTranscript
-from memorysync_local.storage.postgres.users_data import PostgresUsersData
-from memorysync_local.storage.postgres.vectors import PostgresVectors
-from memorysync_local.storage.postgres.word_index import PostgresWordIndex, TermCounts
+from memorysync_local._storage.postgres.errors import translated
+from memorysync_local._storage.postgres.jobs import JOBS_CHANNEL, PostgresJobs
+from memorysync_local._storage.postgres.memories import PostgresMemories
+from memorysync_local._storage.postgres.quota import PostgresQuota, flush_counts
+from memorysync_local._storage.postgres.schema import VECTOR_STATEMENTS
+from memorysync_local._storage.postgres.seeds import PostgresSeeds
+from memorysync_local._storage.postgres.transcript import PostgresTranscript
+from memorysync_local._storage.postgres.users_data import PostgresUsersData
+from memorysync_local._storage.postgres.vectors import PostgresVectors
+from memorysync_local._storage.postgres.word_index import PostgresWordIndex, TermCounts
 
 logger = logging.getLogger("memorysync.local")
 
@@ -256,6 +256,6 @@ def open_postgres(target: str, *, pool_size: int | None = None) -> PostgresStora
 
 
 if TYPE_CHECKING:  # PostgresStorage implements the interface
-    from memorysync_local.storage.interface import Storage
+    from memorysync_local._storage.interface import Storage
 
     _: type[Storage] = PostgresStorage

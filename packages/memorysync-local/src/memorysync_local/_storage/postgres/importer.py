@@ -16,15 +16,15 @@ from typing import Any
 
 import psycopg
 
-from memorysync_local.extraction.attributes import attribute_words
-from memorysync_local.recall.words import index_text
-from memorysync_local.storage.errors import StorageError
-from memorysync_local.storage.postgres.database import migrate, run_locked
-from memorysync_local.storage.postgres.errors import redact, translated
-from memorysync_local.storage.postgres.schema import VECTOR_STATEMENTS
-from memorysync_local.storage.postgres.vectors import to_literal
-from memorysync_local.storage.sqlite.dump import SqliteDump
-from memorysync_local.storage.target import open_storage
+from memorysync_local._extraction.attributes import attribute_words
+from memorysync_local._recall.words import index_text
+from memorysync_local._storage.errors import StorageError
+from memorysync_local._storage.postgres.database import migrate, run_locked
+from memorysync_local._storage.postgres.errors import redact, translated
+from memorysync_local._storage.postgres.schema import VECTOR_STATEMENTS
+from memorysync_local._storage.postgres.vectors import to_literal
+from memorysync_local._storage.sqlite.dump import SqliteDump
+from memorysync_local._storage.target import open_storage
 
 Progress = Callable[[str, int, int], None]
 

@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorysync_local._attributes import attribute_words
-from memorysync_local._stemming import index_text
-from memorysync_local.storage.records import (
+from memorysync_local._extraction.attributes import attribute_words
+from memorysync_local._recall.words import index_text
+from memorysync_local._storage.records import (
     MemoryRecord,
     MemorySelection,
     NewMemory,
@@ -22,7 +22,7 @@ from memorysync_local.storage.records import (
 )
 
 if TYPE_CHECKING:
-    from memorysync_local.storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.backend import PostgresSession
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = "abcdefghijklmnopqrstuvwxyz"

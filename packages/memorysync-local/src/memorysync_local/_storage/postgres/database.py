@@ -20,9 +20,9 @@ import psycopg
 import psycopg_pool
 from psycopg.rows import dict_row
 
+from memorysync_local._storage.postgres.errors import redact, refused_database, translated
+from memorysync_local._storage.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from memorysync_local._timeutil import render, utc_now
-from memorysync_local.storage.postgres.errors import redact, refused_database, translated
-from memorysync_local.storage.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 
 logger = logging.getLogger("memorysync.local")
 

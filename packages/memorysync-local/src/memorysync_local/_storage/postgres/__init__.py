@@ -1,7 +1,7 @@
 """The PostgreSQL backend: any number of server processes on one database.
 
 ``serve --db postgresql://...`` and ``embedded(db="postgresql://...")`` open it
-through :func:`memorysync_local.storage.open_storage`; it needs the ``postgres``
+through :func:`memorysync_local._storage.open_storage`; it needs the ``postgres``
 extra (psycopg 3 and its pool). pgvector is needed only with an embedder.
 
 - ``schema``: the tables, indexes and triggers, versioned;
@@ -13,7 +13,7 @@ extra (psycopg 3 and its pool). pgvector is needed only with an embedder.
 - ``importer``: a SQLite file's data moved in (``memorysync-local migrate``).
 """
 
-from memorysync_local.storage.postgres.backend import PostgresStorage, open_postgres
-from memorysync_local.storage.postgres.errors import redact
+from memorysync_local._storage.postgres.backend import PostgresStorage, open_postgres
+from memorysync_local._storage.postgres.errors import redact
 
 __all__ = ["PostgresStorage", "open_postgres", "redact"]

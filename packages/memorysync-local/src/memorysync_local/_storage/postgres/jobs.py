@@ -15,10 +15,10 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memorysync_local.storage.records import StoredJob
+from memorysync_local._storage.records import StoredJob
 
 if TYPE_CHECKING:
-    from memorysync_local.storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.backend import PostgresSession
 
 JOBS_CHANNEL = "memorysync_jobs"
 

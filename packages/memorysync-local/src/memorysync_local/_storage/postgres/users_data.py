@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memorysync_local.storage.records import ErasedUser, SessionCounts, UserCounts
+from memorysync_local._storage.records import ErasedUser, SessionCounts, UserCounts
 
 if TYPE_CHECKING:
-    from memorysync_local.storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.backend import PostgresSession
 
 
 class PostgresUsersData:

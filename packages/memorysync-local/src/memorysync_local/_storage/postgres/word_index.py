@@ -14,10 +14,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memorysync_local._stemming import vocabulary_ranges
+from memorysync_local._recall.words import vocabulary_ranges
 
 if TYPE_CHECKING:
-    from memorysync_local.storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.backend import PostgresSession
 
 PREFIX = 5
 SHORT = 4

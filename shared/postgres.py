@@ -40,7 +40,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -215,12 +215,12 @@ def is_postgres_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
-def database_for(request: pytest.FixtureRequest) -> str:
-    """A fresh database for the requesting test (dropped after it): its URL."""
+def database_for(request: pytest.FixtureRequest) -> tuple[str, Callable[[], None]]:
+    """A fresh database for the requesting test: its URL, and what drops it (call it
+    once its servers have stopped)."""
     server: PostgresServer = request.getfixturevalue("postgres_server")
     name = server.create_database()
-    request.addfinalizer(lambda: server.drop_database(name))
-    return server.url(name)
+    return server.url(name), lambda: server.drop_database(name)
 
 
 def query_rows(url: str, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:

@@ -109,12 +109,20 @@ class PostgresWordIndex:
         return {int(r["id"]): str(r["stems"]) for r in rows}
 
     def _common(self, stems: Sequence[str]) -> bool:
-        """Whether every stem is in at least ``COMMON_SHARE`` of the memories."""
+        """Whether every stem is in at least ``COMMON_SHARE`` of the memories (from
+        counts this process keeps: a plan choice, not a ranking input)."""
         rows = self.indexed_rows()
         if rows < COMMON_FROM:
             return False
+        counts = self._s.term_counts()
         for stem in stems:
-            held = sum(self.documents(low, high) for low, high in vocabulary_ranges(stem))
+            held = 0
+            for bounds in vocabulary_ranges(stem):
+                known = counts.get(bounds, rows)
+                if known is None:
+                    known = self.documents(*bounds)
+                    counts.put(bounds, rows, known)
+                held += known
             if held < COMMON_SHARE * rows:
                 return False
         return True
@@ -124,11 +132,6 @@ class PostgresWordIndex:
         return int(row["n"]) if row else 0
 
     def documents(self, low: str, high: str) -> int:
-        counts = self._s.term_counts()
-        rows = self.indexed_rows()
-        cached = counts.get((low, high), rows)
-        if cached is not None:
-            return cached
         query, condition, params = range_terms(low, high)
         # Each (memory, distinct term in range) pair counts once: fts5vocab's SUM(doc).
         sql = f"SELECT COUNT(*) AS n FROM memories m, unnest(m.stems_tsv) AS t WHERE {condition}"
@@ -136,6 +139,4 @@ class PostgresWordIndex:
             sql += " AND m.stems_tsv @@ %s::tsquery"
             params.append(query)
         row = self._s.conn.execute(sql, params).fetchone()
-        count = int(row["n"]) if row else 0
-        counts.put((low, high), rows, count)
-        return count
+        return int(row["n"]) if row else 0

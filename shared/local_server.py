@@ -57,6 +57,9 @@ list of dicts (``id`` as ``h_...``, ``session_id``, ``source``, ``role``,
 receipts the replay rule compares (``speaker``, ``occurred_at``,
 ``request_id``, ``received_at``).
 
+``execute(server_or_path, sql, params)`` changes the database directly (``?``
+placeholders on either backend), as an older server or another tool would have.
+
 ``server_or_path`` is a server object with a ``db_path`` or a path (or a
 PostgreSQL URL); a SQLite file is opened read-only, so these helpers never change
 what they read.
@@ -115,6 +118,20 @@ def _rows(source: _HasDbPath | str | Path, sql: str, params: tuple[Any, ...]) ->
     with closing(sqlite3.connect(uri, uri=True, timeout=30)) as conn:
         conn.row_factory = sqlite3.Row
         return conn.execute(sql, params).fetchall()
+
+
+def execute(source: _HasDbPath | str | Path, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Change a server's database behind its back (``?`` placeholders, either backend):
+    what an older server, another tool or a damaged file left there."""
+    target = _db_file(source)
+    if target.startswith(("postgresql://", "postgres://")):
+        from shared.postgres import execute_sql  # imported here: it is a plugin too
+
+        execute_sql(target, sql, params)
+        return
+    with closing(sqlite3.connect(target, timeout=30)) as conn:
+        conn.execute(sql, params)
+        conn.commit()
 
 
 def stored_memories(

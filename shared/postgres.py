@@ -53,6 +53,7 @@ __all__ = [
     "TEMPLATE",
     "PostgresServer",
     "database_for",
+    "execute_sql",
     "is_postgres_url",
     "query_rows",
     "start_embedded",
@@ -230,3 +231,11 @@ def query_rows(url: str, sql: str, params: tuple[Any, ...]) -> list[dict[str, An
 
     with psycopg.connect(url, row_factory=dict_row) as conn:
         return conn.execute(sql.replace("?", "%s").encode(), params).fetchall()
+
+
+def execute_sql(url: str, sql: str, params: tuple[Any, ...]) -> None:
+    """One statement written for SQLite (``?`` placeholders) run on PostgreSQL."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute(sql.replace("?", "%s").encode(), params)

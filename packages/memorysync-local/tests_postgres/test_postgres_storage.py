@@ -20,7 +20,10 @@ import pytest
 
 from memorysync_local._storage.errors import StorageBusy, StorageError, StorageUnwritable
 from memorysync_local._storage.postgres import PostgresStorage, open_postgres
+from memorysync_local._storage.postgres import database as pg_database
+from memorysync_local._storage.postgres.backend import owner_key
 from memorysync_local._storage.records import NewMemory, NewTurn
+from shared.local_server import client_for
 
 T, U = "local", "ana"
 NOW = "2026-01-02T03:04:05.000000Z"
@@ -280,3 +283,29 @@ def test_a_database_that_cannot_be_reached_names_it_without_its_password() -> No
     assert "s3cret-pw" not in str(caught.value)
     assert "s3cret-pw" not in caught.value.detail
     assert "postgresql://app:***@/memories" in str(caught.value)
+
+
+async def test_a_user_locked_by_another_process_too_long_is_a_retryable_503(
+    make_local_server: Callable[..., Any],
+    postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pg_database, "LOCK_TIMEOUT_SECONDS", 0.2)
+    srv = make_local_server(served=True, db_path=postgres_url)
+    body = {
+        "tenant_id": T,
+        "user_id": U,
+        "session_id": "s1",
+        "turns": [{"role": "user", "content": "I live in Oslo.", "idempotency_key": "k1"}],
+        "extract": False,
+    }
+    async with client_for(srv) as client:
+        with psycopg.connect(postgres_url, autocommit=True) as holder:
+            # Another process in the middle of a long write for the same user.
+            holder.execute("SELECT pg_advisory_lock(%s)", (owner_key(T, U),))
+            busy = await client.post("/v1/history/append", json=body)
+            holder.execute("SELECT pg_advisory_unlock(%s)", (owner_key(T, U),))
+        again = await client.post("/v1/history/append", json=body)
+    assert busy.status_code == 503, busy.text
+    assert busy.json()["error"]["retry_after"] == 1
+    assert again.status_code == 200, again.text

@@ -62,6 +62,8 @@ class PostgresSession:
         self._storage = storage
         self._owners: set[tuple[str, str]] = set()
         self._counts: Counter[tuple[str, str]] = Counter()
+        # In a read (one snapshot) the highest memory id cannot change: asked once.
+        self.indexed_rows: int | None = None
         self.memories = PostgresMemories(self)
         self.transcript = PostgresTranscript(self)
         self.seeds = PostgresSeeds(self)

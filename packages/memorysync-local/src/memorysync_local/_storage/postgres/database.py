@@ -28,8 +28,11 @@ logger = logging.getLogger("memorysync.local")
 
 Connection = psycopg.Connection[dict[str, Any]]
 DEFAULT_POOL_SIZE = 10
-# How long a request waits for a free pooled connection before answering busy.
+# How long a request waits for a free pooled connection, and a write for a lock another
+# process holds (a user's, a limited key's row), before answering busy (503): as long
+# as the SQLite backend waits for the file's write lock.
 POOL_TIMEOUT_SECONDS = 30.0
+LOCK_TIMEOUT_SECONDS = 30.0
 
 
 class Pool:
@@ -53,6 +56,7 @@ class Pool:
             timeout=POOL_TIMEOUT_SECONDS,
             name=name,
             open=False,
+            configure=_configure,
         )
         try:
             self._pool.open(wait=True, timeout=POOL_TIMEOUT_SECONDS)
@@ -84,14 +88,26 @@ class Pool:
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:
         """One REPEATABLE READ, read-only transaction: every read sees one snapshot."""
-        with self.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield conn
+        with self.connection() as conn:
+            # One statement opens it (a recall's hot path: a round trip less than
+            # BEGIN then SET TRANSACTION); a read has nothing to roll back but its snapshot.
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield conn
+            finally:
+                if not conn.broken:  # a lost connection ends its transaction itself
+                    conn.execute("ROLLBACK")
 
     def close(self) -> None:
         """Close every pooled connection. Idempotent."""
         self._closed = True
         self._pool.close()
+
+
+def _configure(conn: Connection) -> None:
+    """Every pooled connection: a lock wait past ``LOCK_TIMEOUT_SECONDS`` fails (busy)."""
+    milliseconds = str(max(1, round(LOCK_TIMEOUT_SECONDS * 1000)))
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (milliseconds,))
 
 
 def migrate(url: str) -> int:

@@ -128,8 +128,13 @@ class PostgresWordIndex:
         return True
 
     def indexed_rows(self) -> int:
+        if self._s.indexed_rows is not None:
+            return self._s.indexed_rows
         row = self._s.conn.execute("SELECT COALESCE(MAX(id), 0) AS n FROM memories").fetchone()
-        return int(row["n"]) if row else 0
+        rows = int(row["n"]) if row else 0
+        if not self._s.writing:
+            self._s.indexed_rows = rows
+        return rows
 
     def documents(self, low: str, high: str) -> int:
         query, condition, params = range_terms(low, high)

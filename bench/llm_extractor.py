@@ -29,7 +29,7 @@ CHARS_PER_TOKEN = 4
 def measure() -> dict[str, Any]:
     """Requests per turn and prompt sizes over every case's later turn."""
     from memorysync_local import embedded
-    from memorysync_local._llm_extract import OpenAIExtractor
+    from memorysync_local._extraction.llm import OpenAIExtractor
     from shared.fake_server import FakeServer
     from shared.openai_chat import CHAT_ROUTE, chat_base_url, decisions
 

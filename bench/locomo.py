@@ -349,7 +349,7 @@ def run_modes(
 
 def static_embedder(path: str) -> Any:
     """A model2vec model loaded by path, the way ``--embedder model2vec:PATH`` does."""
-    from memorysync_local._semantic import load_embedder
+    from memorysync_local._recall.embedder_setting import load_embedder
 
     return load_embedder(f"model2vec:{path}")
 

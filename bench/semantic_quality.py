@@ -62,7 +62,7 @@ def model_folder() -> str:
 def minilm(folder: str) -> Any:
     """all-MiniLM-L6-v2 from ``folder`` through memorysync-local's own provider,
     the one ``--embedder sentence-transformers:PATH`` gives."""
-    from memorysync_local._semantic import load_embedder
+    from memorysync_local._recall.embedder_setting import load_embedder
 
     return load_embedder(f"sentence-transformers:{folder}")
 
@@ -203,8 +203,8 @@ def report(
 
 def main() -> int:
     from memorysync_local import create_app
-    from memorysync_local._embedding import Model2VecEmbedder
-    from memorysync_local._semantic import load_embedder
+    from memorysync_local._recall.embedder_setting import load_embedder
+    from memorysync_local._recall.embedding import Model2VecEmbedder
 
     teacher = model_folder()
     started = time.perf_counter()

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from memorysync_local import Fact, RuleBasedExtractor, serve_in_thread
-from memorysync_local._store import FactContext
+from memorysync_local._service.facts import FactContext
 
 LABELS = (
     Path(__file__).resolve().parent.parent
@@ -115,9 +115,9 @@ def load_facts(db_path: str, users: Sequence[str], per_user: int, rng: random.Ra
         for user in users
     ]
     started = time.perf_counter()
-    with store.db.write() as conn:
+    with store.facts.write() as session:
         for ctx, facts in batches:
-            store._insert_facts(conn, facts, ctx)
+            store.facts.insert(session, facts, ctx)
     elapsed = time.perf_counter() - started
     store.close()
     return elapsed

@@ -85,10 +85,15 @@ def _console_scripts() -> dict[str, str]:
 
 def _subcommands(script: str) -> set[str]:
     module = _console_scripts()[script].split(":")[0]
-    # The script's module and its siblings named after it (``_cli.py``, ``_cli_data.py``).
-    sources = (ROOT / "packages").glob(f"*/src/{module.replace('.', '/')}*.py")
+    # The script's module and its siblings named after it (``_cli.py``, ``_cli_data.py``),
+    # or, for a package, its modules (``_cli/commands.py``, ``_cli/data_commands.py``).
+    where = module.replace(".", "/")
+    sources = [
+        *(ROOT / "packages").glob(f"*/src/{where}*.py"),
+        *(ROOT / "packages").glob(f"*/src/{where}/*.py"),
+    ]
     text = "\n".join(path.read_text() for path in sources)
-    # ``_cli_data`` adds its subcommands through a helper named ``command``.
+    # The data commands add their subcommands through a helper named ``command``.
     return set(re.findall(r'\b(?:add_parser|command)\(\s*"([^"]+)"', text))
 
 

@@ -67,7 +67,7 @@ def check_empty_export(data: dict[str, Any]) -> None:
 def cli(*argv: str) -> Any:
     out = io.StringIO()
     from memorysync_local._cli import build_parser
-    from memorysync_local._cli_data import run_data_command
+    from memorysync_local._cli.data_commands import run_data_command
 
     assert run_data_command(build_parser().parse_args(list(argv)), out) == 0
     return json.loads(out.getvalue())

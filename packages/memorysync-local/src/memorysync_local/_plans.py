@@ -90,6 +90,7 @@ class KeyRing:
         self._callers = callers
 
     def lookup(self, api_key: str) -> Caller | None:
+        """The caller a key stands for; None for an unknown key."""
         return self._callers.get(api_key)
 
     def __repr__(self) -> str:

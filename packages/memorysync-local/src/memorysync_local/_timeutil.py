@@ -9,6 +9,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def utc_now() -> datetime:
+    """The current time, in UTC."""
     return datetime.now(timezone.utc)
 
 
@@ -62,10 +63,12 @@ def rendered_micros(rendered: str) -> int:
 
 
 def month_key(moment: datetime) -> str:
+    """The UTC month of a moment, ``YYYY-MM`` (what quotas count by)."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m")
 
 
 def seconds_until_next_month(moment: datetime) -> int:
+    """Whole seconds from ``moment`` to the start of the next UTC month."""
     moment = moment.astimezone(timezone.utc)
     if moment.month == 12:
         start = datetime(moment.year + 1, 1, 1, tzinfo=timezone.utc)

@@ -35,6 +35,7 @@ logger = logging.getLogger("memorysync.local")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``memorysync-local`` argument parser: ``serve`` and the users'-data commands."""
     parser = argparse.ArgumentParser(
         prog="memorysync-local",
         description="A MemorySync-compatible server on SQLite (offline use and tests) or "

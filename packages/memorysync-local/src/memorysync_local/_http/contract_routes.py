@@ -290,7 +290,7 @@ def _list_ids(scope: Mapping[str, Any], tenant_id: str, user_id: str) -> tuple[s
     if not sep or not tenant or not user:
         return tenant_id, user_id
     # Percent-decoded to bytes, then UTF-8 with "replace" (as uvicorn decodes paths):
-    # a bad byte never becomes a surrogate that SQLite cannot bind.
+    # a bad byte never becomes a surrogate that the storage cannot bind.
     return (
         unquote_to_bytes(tenant).decode("utf-8", "replace"),
         unquote_to_bytes(user).decode("utf-8", "replace"),

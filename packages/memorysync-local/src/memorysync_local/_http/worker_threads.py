@@ -1,6 +1,6 @@
 """How many worker threads the served server runs its routes on at once.
 
-FastAPI runs the routes (plain ``def``: SQLite is synchronous) on the event
+FastAPI runs the routes (plain ``def``: storage calls are synchronous) on the event
 loop's default thread pool, 40 threads. Under 20 concurrent clients on 2 cores,
 20 threads then run Python by turns under one interpreter lock: each request is
 slow and the slowest waited 2-5x the median (recall at 100k memories: p50 40 ms,

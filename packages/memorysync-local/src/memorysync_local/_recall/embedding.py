@@ -140,6 +140,7 @@ class Model2VecEmbedder:
         return int(self.model.dim)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order."""
         vectors = self.model.encode(list(texts))
         return [[float(x) for x in row] for row in vectors]
 
@@ -185,6 +186,7 @@ class SentenceTransformerEmbedder:
         return int(self.model.get_sentence_embedding_dimension())
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order."""
         vectors = self.model.encode(list(texts), normalize_embeddings=True, batch_size=64)
         return [[float(x) for x in row] for row in vectors]
 
@@ -212,6 +214,7 @@ class OpenAIEmbedder:
         )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (one request)."""
         answer = self._client.post("/embeddings", json={"model": self._model, "input": list(texts)})
         if answer.status_code != 200:
             raise EmbedderUnavailable(
@@ -221,6 +224,7 @@ class OpenAIEmbedder:
         return [[float(x) for x in row["embedding"]] for row in rows]
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._client.close()
 
     def __repr__(self) -> str:

@@ -142,8 +142,8 @@ class MemoryTable(Protocol):
 
     def insert(self, memory: NewMemory) -> int:
         """Store one memory, current; its id. The word index is updated in the same
-        transaction: its stems are ``_recall.words.index_text(text + " " +
-        attribute_words(attribute))`` under its owner."""
+        transaction: its stems are ``_recall.words.memory_stems(text, attribute)``,
+        under its owner."""
         ...
 
     def get(

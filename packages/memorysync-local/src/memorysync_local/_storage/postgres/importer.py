@@ -16,8 +16,7 @@ from typing import Any
 
 import psycopg
 
-from memorysync_local._extraction.attributes import attribute_words
-from memorysync_local._recall.words import index_text
+from memorysync_local._recall.words import memory_stems
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.postgres.database import migrate, run_locked
 from memorysync_local._storage.postgres.errors import redact, translated
@@ -60,7 +59,7 @@ _SEQUENCED = ("memories", "history", "turn_receipts", "extraction_jobs", "memory
 
 def _extra(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
     if table == "memories":
-        return (index_text(f"{row['text']} {attribute_words(row['attribute'])}"),)
+        return (memory_stems(row["text"], row["attribute"]),)
     if table == "extraction_jobs":
         context = json.loads(row["context"])
         return (str(context["tenant_id"]), str(context["user_id"]))

@@ -11,8 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorysync_local._extraction.attributes import attribute_words
-from memorysync_local._recall.words import index_text
+from memorysync_local._recall.words import memory_stems
 from memorysync_local._storage.records import (
     MemoryRecord,
     MemorySelection,
@@ -77,7 +76,7 @@ class PostgresMemories:
 
     def insert(self, memory: NewMemory) -> int:
         self._s.own(memory.tenant_id, memory.user_id)
-        stems = index_text(f"{memory.text} {attribute_words(memory.attribute)}")
+        stems = memory_stems(memory.text, memory.attribute)
         row = self._s.conn.execute(
             "INSERT INTO memories (tenant_id, user_id, text, kind, source, session_id, "
             "metadata, origin, history_id, request_id, created_at, said_at, attribute, stems) "

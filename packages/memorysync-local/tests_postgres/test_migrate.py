@@ -8,10 +8,8 @@ the SQLite server did, ids included, and keep numbering after them.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +23,6 @@ from memorysync_local._cli.migrate_command import run_migrate
 
 KEY = "ms_migrate"
 T = "local"
-
-
-class WordHashEmbedder:
-    """A deterministic embedder: each word lights one of 32 dimensions."""
-
-    name = "test-word-hash"
-    dimensions = 32
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = []
-        for text in texts:
-            vector = [0.0] * self.dimensions
-            for word in text.lower().split():
-                vector[hashlib.blake2b(word.encode(), digest_size=1).digest()[0] % 32] += 1.0
-            vectors.append(vector)
-        return vectors
 
 
 def migrate(source: str, target: str) -> tuple[int, str]:
@@ -57,10 +39,10 @@ def _client(server: Any) -> httpx.AsyncClient:
     )
 
 
-async def _fill(db: str) -> None:
+async def _fill(db: str, embedder: Any) -> None:
     """Every kind of data, through the API, into the SQLite file ``db``."""
     bo = {"X-End-User-ID": "bo"}
-    with embedded(db, api_key=KEY, embedder=WordHashEmbedder()) as server:
+    with embedded(db, api_key=KEY, embedder=embedder) as server:
         async with _client(server) as c:
             for text in ("I live in Porto.", "I play the violin.", "I live in Lisbon now."):
                 turn = {"tenant_id": T, "user_id": "ana", "text": text, "source": "t"}
@@ -83,10 +65,10 @@ async def _fill(db: str) -> None:
             assert patched.status_code == 200
 
 
-async def _reads(db: str) -> dict[str, Any]:
+async def _reads(db: str, embedder: Any) -> dict[str, Any]:
     """What a client reads back: exports, transcript, recall, history of an edit."""
     found: dict[str, Any] = {}
-    with embedded(db, api_key=KEY, embedder=WordHashEmbedder()) as server:
+    with embedded(db, api_key=KEY, embedder=embedder) as server:
         async with _client(server) as c:
             for user in ("ana", "bo"):
                 answer = await c.get("/memory/export", headers={"X-End-User-ID": user})
@@ -111,10 +93,10 @@ async def _reads(db: str) -> dict[str, Any]:
 
 
 async def test_a_migrated_database_answers_every_read_as_the_sqlite_file_did(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, hash_embedder: Any
 ) -> None:
     db = str(tmp_path / "memorysync.db")
-    await _fill(db)
+    await _fill(db, hash_embedder)
     status, report = migrate(db, postgres_url)
     assert status == 0, report
     assert "copying memories" in report
@@ -124,16 +106,16 @@ async def test_a_migrated_database_answers_every_read_as_the_sqlite_file_did(
         vectors = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()
     assert vectors is not None
     assert vectors[0] > 0
-    before, after = await _reads(db), await _reads(postgres_url)
+    before, after = await _reads(db, hash_embedder), await _reads(postgres_url, hash_embedder)
     assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
     assert before["replay"]["already_exists"] is True  # the replay rule came along
 
 
 async def test_migrate_refuses_a_database_that_holds_data_and_writes_nothing(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, hash_embedder: Any
 ) -> None:
     db = str(tmp_path / "memorysync.db")
-    await _fill(db)
+    await _fill(db, hash_embedder)
     assert migrate(db, postgres_url)[0] == 0
     with psycopg.connect(postgres_url) as conn:
         count = conn.execute("SELECT COUNT(*) FROM memories").fetchone()
@@ -161,10 +143,10 @@ def test_migrate_names_a_wrong_argument(
 
 
 async def test_migrate_never_prints_the_password_of_the_target(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, hash_embedder: Any
 ) -> None:
     db = str(tmp_path / "memorysync.db")
-    await _fill(db)
+    await _fill(db, hash_embedder)
     # The test server trusts local connections: the password is carried, not checked.
     with_password = postgres_url.replace("postgres@", "postgres:s3cret-pw@", 1)
     status, report = migrate(db, with_password)

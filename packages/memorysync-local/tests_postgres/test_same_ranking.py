@@ -3,8 +3,10 @@
 Every scenario of the set (``tests/data/recall_{dev,holdout}.jsonl``, each user's own
 facts then the ten unrelated ones) is told through ``add_turn`` to a server on SQLite
 and to one on PostgreSQL, in the same order; then every question is asked of both
-with ``k=5``. The two answers must be the same memories, in the same order, with the
-same scores: the word index differs (FTS5 against a GIN-indexed ``tsvector``), the
+with ``k=5``, by words alone and fused with recall by meaning (a deterministic test
+embedder: pgvector's vectors against SQLite's blobs, through the same in-memory
+index). The two answers must be the same memories, in the same order, with the same
+scores: the word index differs (FTS5 against a GIN-indexed ``tsvector``), the
 candidates, term statistics and scores must not.
 """
 
@@ -29,9 +31,11 @@ def _client(server: Any) -> httpx.AsyncClient:
     )
 
 
-async def _answers(target: str, scenarios: list[Scenario]) -> list[list[tuple[Any, ...]]]:
+async def _answers(
+    target: str, scenarios: list[Scenario], embedder: Any = None
+) -> list[list[tuple[Any, ...]]]:
     answers: list[list[tuple[Any, ...]]] = []
-    with embedded(target, api_key=KEY) as server:
+    with embedded(target, api_key=KEY, embedder=embedder) as server:
         async with _client(server) as c:
             for scenario in scenarios:
                 user = f"user-{scenario.name}"
@@ -51,13 +55,15 @@ async def _answers(target: str, scenarios: list[Scenario]) -> list[list[tuple[An
     return answers
 
 
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 async def test_every_question_of_the_recall_set_gets_the_same_top_5_on_both_backends(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, hash_embedder: Any, mode: str
 ) -> None:
     scenarios = load()
     assert sum(len(s.cases) for s in scenarios) >= 150
-    on_sqlite = await _answers(str(tmp_path / "recall.db"), scenarios)
-    on_postgres = await _answers(postgres_url, scenarios)
+    embedder = hash_embedder if mode == "hybrid" else None
+    on_sqlite = await _answers(str(tmp_path / "recall.db"), scenarios, embedder)
+    on_postgres = await _answers(postgres_url, scenarios, embedder)
     assert sum(bool(answer) for answer in on_sqlite) >= 140  # the set recalls, mostly
     different = [
         (case.question, sqlite, postgres)

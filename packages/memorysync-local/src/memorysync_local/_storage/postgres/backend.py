@@ -32,7 +32,7 @@ from memorysync_local._storage.postgres.errors import translated
 from memorysync_local._storage.postgres.jobs import JOBS_CHANNEL, PostgresJobs
 from memorysync_local._storage.postgres.memories import PostgresMemories
 from memorysync_local._storage.postgres.quota import PostgresQuota, flush_counts
-from memorysync_local._storage.postgres.schema import VECTOR_STATEMENTS
+from memorysync_local._storage.postgres.schema import VECTOR_STATEMENTS, hnsw_index
 from memorysync_local._storage.postgres.seeds import PostgresSeeds
 from memorysync_local._storage.postgres.transcript import PostgresTranscript
 from memorysync_local._storage.postgres.users_data import PostgresUsersData
@@ -42,6 +42,10 @@ from memorysync_local._storage.postgres.word_index import PostgresWordIndex, Ter
 logger = logging.getLogger("memorysync.local")
 
 POOL_SIZE_ENV = "MEMORYSYNC_POSTGRES_POOL_SIZE"
+# "exact" (default): recall by meaning over each user's vectors held in memory, as on
+# SQLite (identical ranking). "hnsw": pgvector's HNSW index answers in the database
+# (approximate; no process holds a user's vectors).
+VECTOR_SEARCH_ENV = "MEMORYSYNC_POSTGRES_VECTOR_SEARCH"
 # How often a worker looks at the queue with no notification: jobs claimed by a
 # process that died are found this long after at most.
 JOB_POLL_SECONDS = 2.0
@@ -100,6 +104,12 @@ class PostgresSession:
     def need_vectors(self) -> None:
         self._storage.need_vectors()
 
+    def hnsw_search(self) -> bool:
+        return self._storage.vector_search == "hnsw"
+
+    def need_hnsw(self, model: str, dimensions: int) -> None:
+        self._storage.need_hnsw(model, dimensions)
+
 
 class PostgresStorage:
     """``Storage`` on one PostgreSQL database, shared by any number of processes.
@@ -117,10 +127,12 @@ class PostgresStorage:
 
     def __init__(self, url: str, *, pool_size: int | None = None) -> None:
         size = pool_size if pool_size is not None else _pool_size_from_env()
+        self.vector_search = _vector_search_from_env()
         self._pool = Pool(url, size=size)
         self._url = url
         self._lock = threading.Lock()
         self._vectors_ready = False
+        self._hnsw_ready: set[tuple[str, int]] = set()
         self._worker: _Worker | None = None
         self.term_counts = TermCounts()
 
@@ -162,6 +174,18 @@ class PostgresStorage:
                 with translated():
                     run_locked(self._url, VECTOR_STATEMENTS)
                 self._vectors_ready = True
+
+    def need_hnsw(self, model: str, dimensions: int) -> None:
+        """Create the HNSW index over one model's vectors once, if missing (the first
+        recall in ``hnsw`` mode; building it over many stored vectors takes a while)."""
+        if (model, dimensions) in self._hnsw_ready:
+            return
+        self.need_vectors()
+        with self._lock:
+            if (model, dimensions) not in self._hnsw_ready:
+                with translated():
+                    run_locked(self._url, (hnsw_index(model, dimensions)[1],))
+                self._hnsw_ready.add((model, dimensions))
 
     def worker_id(self) -> int:
         """This process's worker id: the backend pid of a connection it holds open."""
@@ -237,6 +261,13 @@ class _Worker:
                 pass  # the database is gone: the wait ends at its timeout
             self._thread.join()
         self._conn.close()
+
+
+def _vector_search_from_env() -> str:
+    chosen = os.environ.get(VECTOR_SEARCH_ENV, "exact").strip().lower() or "exact"
+    if chosen not in ("exact", "hnsw"):
+        raise ValueError(f"{VECTOR_SEARCH_ENV} must be 'exact' or 'hnsw', not {chosen!r}")
+    return chosen
 
 
 def _pool_size_from_env() -> int:

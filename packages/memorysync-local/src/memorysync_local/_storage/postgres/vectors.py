@@ -106,3 +106,29 @@ class PostgresVectors:
             (tenant_id, user_id, model),
         ).fetchall()
         return [(int(r["memory_id"]), from_send(r["sent"])) for r in rows]
+
+    def nearest_in_database(
+        self, tenant_id: str, user_id: str, model: str, probe: bytes, limit: int
+    ) -> list[tuple[int, float]] | None:
+        """With ``MEMORYSYNC_POSTGRES_VECTOR_SEARCH=hnsw``: the user's ``limit`` memories
+        nearest ``probe`` (unit float32 bytes) by pgvector's HNSW index, (memory id,
+        cosine), best first, ties to the newest. Approximate, and no process holds the
+        user's vectors. None in the default mode (exact, in memory, as on SQLite)."""
+        if not self._s.hnsw_search() or limit <= 0:
+            return None
+        dimensions = len(probe) // 4
+        self._s.need_hnsw(model, dimensions)
+        cast = f"vector({dimensions})"
+        conn = self._s.conn
+        # Filtered by user: pgvector 0.8's iterative scan goes on past other users' rows.
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, limit)),))
+        rows = conn.execute(
+            f"SELECT v.memory_id, 1 - (v.vector::{cast} <=> %s::{cast}) AS cosine "
+            "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+            "WHERE v.model = %s AND m.tenant_id = %s AND m.user_id = %s "
+            f"ORDER BY v.vector::{cast} <=> %s::{cast} LIMIT %s",
+            (literal := to_literal(probe), model, tenant_id, user_id, literal, limit),
+        ).fetchall()
+        found = [(int(r["memory_id"]), float(r["cosine"])) for r in rows]
+        return sorted(found, key=lambda pair: (-pair[1], -pair[0]))

@@ -110,9 +110,13 @@ class PostgresServer:
             self._suite = True
         return SUITE_DATABASE
 
+    def new_name(self, prefix: str) -> str:
+        """A name no other database or schema of this session has."""
+        return f"{prefix}_{os.getpid()}_{next(self._names)}"
+
     def create_database(self) -> str:
         """A new, empty database (pgvector created); its name."""
-        name = f"ms_test_{os.getpid()}_{next(self._names)}"
+        name = self.new_name("ms_test")
         self.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
         return name
 
@@ -238,7 +242,7 @@ def database_for(request: pytest.FixtureRequest) -> tuple[str, Callable[[], None
     """
     server: PostgresServer = request.getfixturevalue("postgres_server")
     suite = server.suite_database()
-    schema = f"ms_s_{os.getpid()}_{next(server._names)}"
+    schema = server.new_name("ms_s")
     server.execute(f'CREATE SCHEMA "{schema}"', dbname=suite)
     url = with_options(server.url(suite), f"-csearch_path={schema},public")
     return url, lambda: server.execute(f'DROP SCHEMA "{schema}" CASCADE', dbname=suite)

@@ -263,9 +263,11 @@ async def _burst_killing(
             assert time.monotonic() < deadline, "the stalled worker claimed no job"
             extra += 1
             await send(9, extra)
+        before = len(acknowledged)
         burst = asyncio.gather(*(send(user, seq) for user in range(9) for seq in range(1, 6)))
-        await asyncio.sleep(0)  # the burst's first requests are on their way
-        doomed.kill()  # ...and dies mid-burst.
+        while len(acknowledged) < before + 5 and not burst.done():  # the burst is under way...
+            await asyncio.wait([burst], timeout=0.01)
+        doomed.kill()  # ...when the process dies.
         await burst
     finally:
         for client in clients:

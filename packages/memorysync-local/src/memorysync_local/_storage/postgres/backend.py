@@ -171,8 +171,15 @@ class PostgresStorage:
             return
         with self._lock:
             if not self._vectors_ready:
-                with translated():
-                    run_locked(self._url, VECTOR_STATEMENTS)
+                with self._pool.connection() as conn:
+                    found = conn.execute(
+                        "SELECT EXISTS (SELECT 1 FROM pg_trigger "
+                        "WHERE tgrelid = to_regclass('memory_vectors') "
+                        "AND tgname = 'vector_changes_ai') AS made"
+                    ).fetchone()
+                if not (found and found["made"]):  # else no DDL, no lock, no privilege
+                    with translated():
+                        run_locked(self._url, VECTOR_STATEMENTS)
                 self._vectors_ready = True
 
     def need_hnsw(self, model: str, dimensions: int) -> None:
@@ -183,8 +190,13 @@ class PostgresStorage:
         self.need_vectors()
         with self._lock:
             if (model, dimensions) not in self._hnsw_ready:
-                with translated():
-                    run_locked(self._url, (hnsw_index(model, dimensions)[1],))
+                name, ddl = hnsw_index(model, dimensions)
+                with self._pool.connection() as conn:
+                    found = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS made", (name,))
+                    made = found.fetchone()
+                if not (made and made["made"]):
+                    with translated():
+                        run_locked(self._url, (ddl,))
                 self._hnsw_ready.add((model, dimensions))
 
     def worker_id(self) -> int:

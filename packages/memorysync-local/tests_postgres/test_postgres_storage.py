@@ -302,9 +302,9 @@ async def test_a_user_locked_by_another_process_too_long_is_a_retryable_503(
     async with client_for(srv) as client:
         with psycopg.connect(postgres_url, autocommit=True) as holder:
             # Another process in the middle of a long write for the same user.
-            holder.execute("SELECT pg_advisory_lock(%s)", (owner_key(T, U),))
+            holder.execute("SELECT pg_advisory_lock(%s)", (owner_key("public", T, U),))
             busy = await client.post("/v1/history/append", json=body)
-            holder.execute("SELECT pg_advisory_unlock(%s)", (owner_key(T, U),))
+            holder.execute("SELECT pg_advisory_unlock(%s)", (owner_key("public", T, U),))
         again = await client.post("/v1/history/append", json=body)
     assert busy.status_code == 503, busy.text
     assert busy.json()["error"]["retry_after"] == 1

@@ -51,9 +51,11 @@ VECTOR_SEARCH_ENV = "MEMORYSYNC_POSTGRES_VECTOR_SEARCH"
 JOB_POLL_SECONDS = 2.0
 
 
-def owner_key(tenant_id: str, user_id: str) -> int:
-    """The advisory lock key (a signed 64-bit integer) of one (tenant, user)."""
-    raw = f"{tenant_id}\x00{user_id}".encode("utf-8", "surrogatepass")
+def owner_key(schema: str, tenant_id: str, user_id: str) -> int:
+    """The advisory lock key (a signed 64-bit integer) of one (tenant, user) in the
+    tables of ``schema`` (advisory locks span the database; the schema keeps two
+    installations in one database apart)."""
+    raw = f"{schema}\x00{tenant_id}\x00{user_id}".encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
 
 
@@ -81,7 +83,8 @@ class PostgresSession:
         """In a write: hold this user's lock until the transaction ends."""
         if not self.writing or (tenant_id, user_id) in self._owners:
             return
-        self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (owner_key(tenant_id, user_id),))
+        key = owner_key(self._storage.schema, tenant_id, user_id)
+        self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
         self._owners.add((tenant_id, user_id))
 
     def count_later(self, key_id: str, month: str) -> None:
@@ -130,6 +133,13 @@ class PostgresStorage:
         self.vector_search = _vector_search_from_env()
         self._pool = Pool(url, size=size)
         self._url = url
+        try:
+            with self._pool.connection() as conn:
+                found = conn.execute("SELECT current_schema() AS name").fetchone()
+        except BaseException:
+            self._pool.close()
+            raise
+        self.schema = str(found["name"]) if found else "public"
         self._lock = threading.Lock()
         self._vectors_ready = False
         self._hnsw_ready: set[tuple[str, int]] = set()

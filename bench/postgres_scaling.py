@@ -242,6 +242,18 @@ def _section(
             f"CPU per recall, {run.stat.name}: {spent} (total {total:.2f} ms: at most "
             f"{2000 / total:.0f} recalls/s on 2 cores if nothing else ran)"
         )
+    one, three = pg_one.cpu_ms, pg_three.cpu_ms
+    alone = 1000 / one["server processes"]  # one interpreter: one core at most
+    shared = 2000 / sum(three.values())  # every process and PostgreSQL on 2 cores
+    elsewhere = 2000 / (three["server processes"] + three["client"])
+    notes.append(
+        f"What bounds it: CPU. One process answers at most {alone:.0f} recalls/s (its "
+        f"{one['server processes']:.2f} ms of CPU per recall run in one interpreter); "
+        f"three, with PostgreSQL on the same 2 cores, at most {shared:.0f}/s: a ceiling "
+        f"of {shared / alone:.2f}× on an idle machine. With PostgreSQL on a machine of "
+        f"its own, as deployed, the three would reach {elsewhere:.0f}/s "
+        f"({elsewhere / alone:.2f}×)."
+    )
     return Section(title=TITLE, setup=setup, rows=rows, stats=[s1, p1, p3], notes=notes)
 
 

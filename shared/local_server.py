@@ -24,7 +24,8 @@ Fixtures
 
 ``make_local_server``
     A factory for servers configured per test, embedded or served, each
-    stopped after the test::
+    stopped after the test (on PostgreSQL with ``MEMORYSYNC_TEST_BACKEND=postgres``:
+    see ``shared.postgres``)::
 
         def test_quota(make_local_server):
             srv = make_local_server(
@@ -56,8 +57,12 @@ list of dicts (``id`` as ``h_...``, ``session_id``, ``source``, ``role``,
 receipts the replay rule compares (``speaker``, ``occurred_at``,
 ``request_id``, ``received_at``).
 
-``server_or_path`` is a server object with a ``db_path`` or a path; the
-database is opened read-only, so these helpers never change what they read.
+``execute(server_or_path, sql, params)`` changes the database directly (``?``
+placeholders on either backend), as an older server or another tool would have.
+
+``server_or_path`` is a server object with a ``db_path`` or a path (or a
+PostgreSQL URL); a SQLite file is opened read-only, so these helpers never change
+what they read.
 
 Talking to a server
 -------------------
@@ -103,11 +108,30 @@ def _db_file(source: _HasDbPath | str | Path) -> str:
     return path
 
 
-def _rows(source: _HasDbPath | str | Path, sql: str, params: tuple[Any, ...]) -> list[sqlite3.Row]:
-    uri = Path(_db_file(source)).resolve().as_uri() + "?mode=ro"
+def _rows(source: _HasDbPath | str | Path, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    target = _db_file(source)
+    if target.startswith(("postgresql://", "postgres://")):
+        from shared.postgres import query_rows  # imported here: it is a plugin too
+
+        return query_rows(target, sql, params)
+    uri = Path(target).resolve().as_uri() + "?mode=ro"
     with closing(sqlite3.connect(uri, uri=True, timeout=30)) as conn:
         conn.row_factory = sqlite3.Row
         return conn.execute(sql, params).fetchall()
+
+
+def execute(source: _HasDbPath | str | Path, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Change a server's database behind its back (``?`` placeholders, either backend):
+    what an older server, another tool or a damaged file left there."""
+    target = _db_file(source)
+    if target.startswith(("postgresql://", "postgres://")):
+        from shared.postgres import execute_sql  # imported here: it is a plugin too
+
+        execute_sql(target, sql, params)
+        return
+    with closing(sqlite3.connect(target, timeout=30)) as conn:
+        conn.execute(sql, params)
+        conn.commit()
 
 
 def stored_memories(
@@ -177,24 +201,40 @@ def stored_turn_receipts(
 
 
 @pytest.fixture
-def make_local_server(tmp_path: Path) -> Iterator[Callable[..., Any]]:
-    """Factory: ``make_local_server(served=False, **kwargs)`` -> a started server."""
+def make_local_server(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Any]]:
+    """Factory: ``make_local_server(served=False, **kwargs)`` -> a started server.
+
+    Without a ``db_path`` of its own, a server gets a fresh SQLite file, or, when the
+    suite runs on PostgreSQL (``MEMORYSYNC_TEST_BACKEND=postgres``), a fresh database.
+    """
     from memorysync_local import embedded, serve_in_thread
+    from shared.postgres import database_for, suite_backend  # a plugin too: not at import
 
     started: list[Any] = []
+    drops: list[Callable[[], None]] = []
+    on_postgres = suite_backend() == "postgres"
 
     def make(*, served: bool = False, **kwargs: Any) -> Any:
+        if "db_path" not in kwargs and on_postgres:
+            kwargs["db_path"], drop = database_for(request)
+            drops.append(drop)
         kwargs.setdefault("db_path", str(tmp_path / f"memorysync-{len(started)}.db"))
         server = serve_in_thread(**kwargs) if served else embedded(**kwargs)
         started.append(server)
         return server
 
     yield make
-    for server in reversed(started):
-        if served_stop := getattr(server, "stop", None):
-            served_stop()
-        else:
-            server.close()
+    try:
+        for server in reversed(started):
+            if served_stop := getattr(server, "stop", None):
+                served_stop()
+            else:
+                server.close()
+    finally:
+        for drop in drops:
+            drop()
 
 
 @pytest.fixture

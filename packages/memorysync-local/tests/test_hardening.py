@@ -4,15 +4,13 @@ a 500, and a refused request writes nothing."""
 from __future__ import annotations
 
 import json
-import sqlite3
-from contextlib import closing
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from shared.local_server import stored_history, stored_memories, stored_turn_receipts
+from shared.local_server import execute, stored_history, stored_memories, stored_turn_receipts
 
 T = "local"
 HISTORY = {"tenant_id": T, "user_id": "ana", "session_id": "s", "source": "t"}
@@ -94,9 +92,7 @@ async def test_a_deep_payload_stored_by_an_older_server_still_lists(
     )
     assert first.status_code == 200
     # What the old input check let through: 300 levels, past pydantic's serializer.
-    with closing(sqlite3.connect(server.db_path)) as conn:
-        conn.execute("UPDATE history SET payload = ?", (json.dumps(nested(300)),))
-        conn.commit()
+    execute(server, "UPDATE history SET payload = ?", (json.dumps(nested(300)),))
     listed = await client.post("/v1/history/list", json=HISTORY)
     assert listed.status_code == 200, listed.text
     assert listed.json()["items"][0]["payload"] == nested(300)

@@ -81,10 +81,11 @@ def test_sqlite_errors_are_sorted_into_storage_neutral_ones(tmp_path: Path) -> N
 
 
 async def test_lock_contention_is_a_retryable_503(
-    make_local_server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    make_local_server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(db_module, "BUSY_TIMEOUT_SECONDS", 0.2)
-    srv = make_local_server(served=True)
+    # SQLite's write lock (PostgreSQL's contention: tests_postgres/test_postgres_storage.py).
+    srv = make_local_server(served=True, db_path=str(tmp_path / "busy.db"))
     turn = {"role": "user", "content": "I live in Oslo.", "idempotency_key": "k1"}
     async with client_for(srv) as client:
         with closing(sqlite3.connect(srv.db_path, isolation_level=None)) as holder:

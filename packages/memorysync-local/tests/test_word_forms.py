@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import shutil
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
@@ -144,7 +145,12 @@ async def test_another_users_matching_fact_is_never_recalled(client: httpx.Async
     assert texts(await recall(client, "u2", "allergies")) == ["Allergic to shellfish"]
 
 
-async def test_a_forgotten_memory_leaves_the_stems_index(server: Any) -> None:
+@pytest.mark.parametrize("served", [False, True], ids=["embedded", "served"])
+async def test_a_forgotten_memory_leaves_the_stems_index(
+    make_local_server: Callable[..., Any], tmp_path: Path, served: bool
+) -> None:
+    # SQLite's own stems table (on PostgreSQL the stems are a column of the memory).
+    server = make_local_server(served=served, db_path=str(tmp_path / "stems.db"))
     async with client_for(server) as client:
         await tell(client, "u1", "I'm allergic to peanuts.")
         (memory,) = await recall(client, "u1", "allergies")

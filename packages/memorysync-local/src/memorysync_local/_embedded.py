@@ -12,6 +12,7 @@ from memorysync_local._handle import ServerHandle, app_with_keys
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
+from memorysync_local._storage.target import shown
 
 EMBEDDED_BASE_URL = "http://memorysync.local"
 
@@ -38,7 +39,7 @@ class EmbeddedServer(ServerHandle):
         self.close()
 
     def __repr__(self) -> str:
-        return f"EmbeddedServer(db_path={self.db_path!r}, tenant_id={self.tenant_id!r})"
+        return f"EmbeddedServer(db_path={shown(self.db_path)!r}, tenant_id={self.tenant_id!r})"
 
 
 def embedded(

@@ -15,6 +15,7 @@ from memorysync_local._handle import ServerHandle, app_with_keys
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
+from memorysync_local._storage.target import shown
 
 
 class _StartSignal:
@@ -120,7 +121,7 @@ class ServedServer(ServerHandle):
         self.stop()
 
     def __repr__(self) -> str:
-        return f"ServedServer(base_url={self.base_url!r}, db_path={self.db_path!r})"
+        return f"ServedServer(base_url={self.base_url!r}, db_path={shown(self.db_path)!r})"
 
 
 def serve_in_thread(

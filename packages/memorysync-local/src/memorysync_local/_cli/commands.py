@@ -18,6 +18,7 @@ from urllib.parse import unquote
 import uvicorn
 
 from memorysync_local._cli.data_commands import DATA_COMMANDS, add_data_commands, run_data_command
+from memorysync_local._cli.migrate_command import add_migrate_command, run_migrate
 from memorysync_local._http.app import create_app
 from memorysync_local._http.otel import instrument, start_sdk
 from memorysync_local._http.worker_threads import WorkerThreads
@@ -26,6 +27,7 @@ from memorysync_local._recall.embedder_setting import load_embedder
 from memorysync_local._recall.embedding import Embedder, EmbedderUnavailable
 from memorysync_local._served import bind_socket
 from memorysync_local._storage.errors import StorageError
+from memorysync_local._storage.target import shown
 from memorysync_local._version import __version__
 
 ENV_KEYS = "MEMORYSYNC_LOCAL_API_KEYS"
@@ -36,21 +38,24 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``memorysync-local`` argument parser: ``serve`` and the users'-data commands."""
     parser = argparse.ArgumentParser(
         prog="memorysync-local",
-        description="A MemorySync-compatible server on SQLite, for offline use and tests.",
+        description="A MemorySync-compatible server on SQLite (offline use and tests) or "
+        "PostgreSQL (several processes on one database).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve",
         help="serve the HTTP API with uvicorn",
-        description="Serve the MemorySync HTTP API over SQLite with uvicorn. Without any key, "
-        "a key is generated and printed once on standard output.",
+        description="Serve the MemorySync HTTP API over SQLite or PostgreSQL with uvicorn. "
+        "Without any key, a key is generated and printed once on standard output.",
     )
     serve.add_argument(
         "--db",
         default="./memorysync.db",
-        help="SQLite file (default ./memorysync.db; ':memory:' "
-        "keeps everything in memory until the server stops)",
+        help="SQLite file (default ./memorysync.db; ':memory:' keeps everything in memory "
+        "until the server stops), or a postgresql://USER@HOST:PORT/DB URL: several server "
+        "processes on one PostgreSQL (pip install 'memorysync-local[postgres]'; the "
+        "password from PGPASSWORD or ~/.pgpass, not the URL; see docs/deploying.md)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 = free)")
@@ -124,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "needs pip install 'memorysync-local[otel]'",
     )
     add_data_commands(commands)
+    add_migrate_command(commands)
     return parser
 
 
@@ -220,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command in DATA_COMMANDS:
         return run_data_command(args)
+    if args.command == "migrate":
+        return run_migrate(args)
     env_keys = [k for k in os.environ.get(ENV_KEYS, "").split(",") if k.strip()]
     try:
         file_keys = [entry for path in args.api_key_file for entry in _read_key_file(path)]
@@ -249,8 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.otel and instrument(app):
         print(start_sdk(), flush=True)
     host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"memorysync-local {__version__} serving {args.db} at http://{shown}:{port}", flush=True)
+    where = f"[{host}]" if ":" in host else host
+    serving = shown(args.db)  # a URL's password is never printed
+    print(f"memorysync-local {__version__} serving {serving} at http://{where}:{port}", flush=True)
     if embedder is not None:
         print(f"recall by meaning: {embedder.name} (fused with word recall)", flush=True)
     extractor = app.state.store.extractor

@@ -42,7 +42,9 @@ def add_data_commands(commands: Any) -> None:
             name, help=help_text, description=help_text
         )
         sub.add_argument(
-            "--db", default="./memorysync.db", help="SQLite file (default ./memorysync.db)"
+            "--db",
+            default="./memorysync.db",
+            help="SQLite file (default ./memorysync.db) or postgresql:// URL",
         )
         sub.add_argument(
             "--tenant", default=DEFAULT_TENANT, help=f"tenant id (default {DEFAULT_TENANT!r})"

@@ -27,13 +27,19 @@ class ExtractionJobs:
         self.runner = JobRunner(self.run_next)
 
     def resume(self) -> None:
-        """Start working the jobs a previous run left stored, if any."""
+        """Start working the jobs a previous run left stored, if any; on a database other
+        processes share, also whenever any of them stores a job."""
         with self._storage.read() as session:
             left = session.jobs.count()
         if left:
             # Turns acknowledged before the last stop (or crash) whose facts are not in.
             logger.info("resuming %d stored extraction job(s)", left)
             self.runner.wake()
+        watch = getattr(self._storage, "watch_jobs", None)
+        if callable(watch):
+            # PostgreSQL: every process works the one queue, and takes over the jobs of
+            # a process that died holding them.
+            watch(self.runner.wake)
 
     @staticmethod
     def store(session: Session, text: str, ctx: FactContext) -> None:

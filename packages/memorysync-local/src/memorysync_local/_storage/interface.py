@@ -78,8 +78,9 @@ class Storage(Protocol):
         rolled back when it raises. The checks a write makes in it (a replayed turn,
         a claimed client ref, an existing turn, a quota) hold until it commits, even
         against another process writing the same rows: two identical writes through
-        two processes store once (SQLite: writers take turns; PostgreSQL: unique
-        constraints and row locks)."""
+        two processes store once (SQLite: writers take turns; PostgreSQL: one user's
+        writes take turns under an advisory lock, unique indexes on turns and client
+        refs behind it, and a limited key's count under its row's lock)."""
         ...
 
     def created_at(self) -> str:

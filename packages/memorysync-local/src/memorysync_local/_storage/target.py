@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.interface import Storage
@@ -22,6 +23,17 @@ def backend_of(target: str) -> Backend:
     """The backend a target names: ``"postgresql"`` for a PostgreSQL URL, else
     ``"sqlite"`` (a path or ``:memory:``)."""
     return "postgresql" if target.lower().startswith(_POSTGRES_SCHEMES) else "sqlite"
+
+
+def shown(target: str) -> str:
+    """``target`` as it may be shown (logs, reprs, errors): a URL's password as ``***``."""
+    if backend_of(target) != "postgresql":
+        return target
+    parts = urlsplit(target)
+    if parts.password is None:
+        return target
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def open_storage(target: str) -> Storage:
@@ -43,10 +55,11 @@ def open_storage(target: str) -> Storage:
             # Imported only for a URL: its driver (psycopg) is an optional extra.
             backend = importlib.import_module("memorysync_local._storage.postgres")
         except ModuleNotFoundError as exc:
-            if exc.name is None or not exc.name.startswith("memorysync_local"):
+            if exc.name not in ("psycopg", "psycopg_pool"):
                 raise
             raise StorageError(
-                "this memorysync-local cannot serve PostgreSQL yet; give --db a file path",
+                "serving PostgreSQL needs the postgres extra: "
+                "pip install 'memorysync-local[postgres]'",
                 detail=str(exc),
             ) from exc
         open_postgres: Callable[[str], Storage] = backend.open_postgres

@@ -163,7 +163,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over every package's sources."""
     session.install("mypy==1.18.2", *TEST_TOOLS)
-    session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic]", "-e", AUTOGEN, "-e", AG2)
+    session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic,postgres]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
     session.run(

@@ -65,7 +65,6 @@ ENV_URL = "MEMORYSYNC_TEST_POSTGRES_URL"
 BACKEND_ENV = "MEMORYSYNC_TEST_BACKEND"
 TEMPLATE = "memorysync_test_template"
 SUITE_DATABASE = "memorysync_suite"
-_NOBODY = 65534
 _START_TIMEOUT = 60
 
 
@@ -156,11 +155,17 @@ def _binary(name: str) -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin" / name)
 
 
+def _group_of(user: int) -> int:
+    import pwd
+
+    return pwd.getpwuid(user).pw_gid
+
+
 def _run(args: list[str], user: int | None) -> None:
     """Run a PostgreSQL program (as ``user`` when given), failing with its output."""
     extra: dict[str, Any] = {}
     if user is not None:
-        extra = {"user": user, "group": user, "extra_groups": []}
+        extra = {"user": user, "group": _group_of(user), "extra_groups": []}
     done = subprocess.run(
         args,
         stdin=subprocess.DEVNULL,
@@ -175,12 +180,25 @@ def _run(args: list[str], user: int | None) -> None:
         raise RuntimeError(f"{Path(args[0]).name} failed:\n{done.stdout}\n{done.stderr}")
 
 
+def _unprivileged() -> int:
+    """The uid PostgreSQL runs as when the tests run as root (it refuses root)."""
+    import pwd
+
+    try:
+        return pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        raise RuntimeError(
+            f"running as root, the embedded PostgreSQL needs a user 'nobody' to run as; "
+            f"create one, or set {ENV_URL}"
+        ) from None
+
+
 def start_embedded() -> PostgresServer:
     """initdb + start a private PostgreSQL on a Unix socket in a new temporary folder."""
-    user = _NOBODY if os.name == "posix" and os.geteuid() == 0 else None
+    user = _unprivileged() if os.name == "posix" and os.geteuid() == 0 else None
     folder = Path(tempfile.mkdtemp(prefix="mspg-"))  # short: a socket path has ~100 bytes
     if user is not None:
-        os.chown(folder, user, user)
+        os.chown(folder, user, _group_of(user))
     data = folder / "data"
     try:
         initdb = [_binary("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
@@ -189,8 +207,13 @@ def start_embedded() -> PostgresServer:
             f"-c listen_addresses='' -k {folder} -c fsync=off -c synchronous_commit=off "
             "-c full_page_writes=off -c max_connections=200"
         )
-        log = str(folder / "server.log")
-        _run([_binary("pg_ctl"), "-D", str(data), "-w", "-l", log, "-o", options, "start"], user)
+        log = folder / "server.log"
+        try:
+            start = [_binary("pg_ctl"), "-D", str(data), "-w", "-l", str(log), "-o", options]
+            _run([*start, "start"], user)
+        except RuntimeError as exc:
+            said = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"{exc}\nserver log:\n{said}") from None
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

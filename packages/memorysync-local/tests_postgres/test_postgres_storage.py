@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -327,3 +328,26 @@ def test_a_database_password_is_in_no_repr_banner_or_error(
     assert "s3cret-pw" not in str(caught.value)
     assert "s3cret-pw" not in caught.value.detail
     assert "s3cret-pw" not in capsys.readouterr().err
+
+
+def test_a_lost_job_queue_connection_is_opened_again_and_new_jobs_still_wake_the_worker(
+    storages: Callable[[], PostgresStorage], postgres_url: str
+) -> None:
+    listener, writer = storages(), storages()
+    woken = threading.Event()
+    listener.watch_jobs(woken.set)
+    lost = listener.worker_id()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # a restart, a failover
+        admin.execute("SELECT pg_terminate_backend(%s)", (lost,))
+    deadline = time.monotonic() + 30
+    while listener.worker_id() == lost:
+        assert time.monotonic() < deadline, "the connection was not opened again"
+        woken.wait(0.05)
+    woken.clear()
+    with writer.write() as s:
+        s.jobs.add("new", {"tenant_id": T, "user_id": U}, NOW)
+    assert woken.wait(10)
+    with listener.write() as s:
+        job = s.jobs.claim_next()
+    assert job is not None
+    assert job.text == "new"

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -49,11 +50,11 @@ DEADLINE = 60.0
 class Served:
     """One ``serve`` child process on a free port."""
 
-    def __init__(self, db: str, *, stall: bool = False) -> None:
+    def __init__(self, db: str, *, stall: bool = False, extra: tuple[str, ...] = ()) -> None:
         env = {**os.environ, "MEMORYSYNC_LOCAL_API_KEYS": KEY}
         if stall:
             env["MEMORYSYNC_TEST_STALL"] = "1"
-        args = ["serve", "--db", db, "--port", "0", "--log-level", "warning"]
+        args = ["serve", "--db", db, "--port", "0", "--log-level", "warning", *extra]
         self.process = subprocess.Popen(
             [sys.executable, "-c", SERVE, *args, "--async-extraction"],
             stdout=subprocess.PIPE,
@@ -297,3 +298,67 @@ async def test_a_user_erased_through_one_process_is_gone_from_recall_through_ano
     finally:
         for client in (writer, reader, eraser):
             await client.aclose()
+
+
+# Two meaning axes: instruments, cities. Every other word is unknown to the model.
+AXES = {"violin": 0, "cello": 0, "play": 0, "plays": 0, "porto": 1, "lisbon": 1, "live": 1}
+
+
+def _tiny_model(folder: Path) -> Path:
+    """A static model2vec model on disk: words on the same axis mean the same."""
+    import numpy as np
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.normalizers import Lowercase
+    from tokenizers.pre_tokenizers import Whitespace
+
+    words = ["[UNK]", "[PAD]", *AXES]
+    tokenizer = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.normalizer = Lowercase()
+    tokenizer.pre_tokenizer = Whitespace()
+    vectors = np.zeros((len(words), 2), dtype=np.float32)
+    for word, axis in AXES.items():
+        vectors[words.index(word), axis] = 1.0
+    StaticModel(vectors, tokenizer).save_pretrained(str(folder))
+    return folder
+
+
+async def test_vectors_held_by_one_process_follow_writes_and_erasures_through_the_others(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    embedder = ("--embedder", f"model2vec:{_tiny_model(tmp_path / 'tiny')}")
+    started: list[Served] = []
+    try:
+        started += [Served(postgres_url, extra=embedder) for _ in range(3)]
+        writer, reader, eraser = (served.client() for served in started)
+        try:
+
+            async def tell(text: str) -> None:
+                body = {"tenant_id": TENANT, "user_id": "ana", "text": text, "source": "t"}
+                answer = await writer.post("/v1/memory/add_turn", json=body)
+                assert answer.json()["processing_status"] in ("completed", "distilling")
+                _wait_for_no_jobs(postgres_url)
+
+            async def recall(prompt: str) -> list[str]:
+                body = {"tenant_id": TENANT, "user_id": "ana", "prompt": prompt, "k": 3}
+                found = (await reader.post("/v1/memory/recall", json=body)).json()
+                return [m["text"] for m in found["memories"]]
+
+            await tell("I play the cello.")
+            # No word in common: the reader's process finds it by its vector (and now
+            # holds ana's vectors in memory).
+            assert any("cello" in t for t in await recall("violin"))
+            await tell("I live in Lisbon.")  # a vector added through another process
+            assert any("Lisbon" in t for t in await recall("porto"))
+            erased = await eraser.post("/x-local/v1/users/forget", json={"user_id": "ana"})
+            assert erased.json()["memories"] == 2
+            assert await recall("violin") == []  # the held matrix did not outlive her
+            await tell("I play the cello.")
+            assert any("cello" in t for t in await recall("violin"))
+        finally:
+            for client in (writer, reader, eraser):
+                await client.aclose()
+    finally:
+        for served in started:
+            served.stop()

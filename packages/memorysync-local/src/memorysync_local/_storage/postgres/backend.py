@@ -18,7 +18,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -229,30 +229,44 @@ class PostgresStorage:
         with self._lock:
             worker, self._worker = self._worker, None
         if worker is not None:
-            worker.close(self._url)
+            worker.close()
         self._pool.close()
 
 
 class _Worker:
     """A connection held for the process's lifetime: its pid marks the jobs this process
-    claimed (they are free again once it is gone), and it listens for new jobs."""
+    claimed (they are free again once it is gone), and it listens for new jobs. Lost
+    (a restart, a failover), it is opened again: jobs claimed under the old pid are
+    then free for anyone, and whoever finishes one first stores its facts."""
 
     def __init__(self, url: str) -> None:
-        with translated():
-            # Named, so an operator (and the tests) can tell whose claims are whose.
-            self._conn = psycopg.connect(
-                url, autocommit=True, application_name=f"memorysync-worker-{os.getpid()}"
-            )
-            row = self._conn.execute("SELECT pg_backend_pid()").fetchone()
-        assert row is not None
-        self.pid = int(row[0])
+        self._url = url
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listening = False
+        with translated():
+            self._conn, self.pid = self._connect()
+
+    def _connect(self) -> tuple[psycopg.Connection[Any], int]:
+        # Named, so an operator (and the tests) can tell whose claims are whose.
+        conn = psycopg.connect(
+            self._url, autocommit=True, application_name=f"memorysync-worker-{os.getpid()}"
+        )
+        try:
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            if self._listening:
+                conn.execute(f"LISTEN {JOBS_CHANNEL}")
+        except BaseException:
+            conn.close()
+            raise
+        assert row is not None
+        return conn, int(row[0])
 
     def watch(self, wake: Callable[[], None]) -> None:
         if self._thread is not None:
             return
         self._conn.execute(f"LISTEN {JOBS_CHANNEL}")
+        self._listening = True
         self._thread = threading.Thread(
             target=self._listen, args=(wake,), name="memorysync-jobs-listen", daemon=True
         )
@@ -264,20 +278,28 @@ class _Worker:
                 for _ in self._conn.notifies(timeout=JOB_POLL_SECONDS, stop_after=1):
                     break
             except psycopg.Error:
-                if self._stop.is_set():
-                    return
-                logger.warning("lost the job notifications connection; polling only")
                 if self._stop.wait(JOB_POLL_SECONDS):
                     return
+                self._reconnect()
             if not self._stop.is_set():
                 wake()
 
-    def close(self, url: str) -> None:
+    def _reconnect(self) -> None:
+        try:
+            conn, pid = self._connect()
+        except psycopg.Error as exc:
+            logger.warning("the job queue's connection is lost (%s); retrying", type(exc).__name__)
+            return
+        old, self._conn, self.pid = self._conn, conn, pid
+        old.close()
+        logger.info("the job queue's connection was lost and is open again")
+
+    def close(self) -> None:
         """Stop listening (a notification to ourselves ends the wait) and disconnect."""
         self._stop.set()
         if self._thread is not None:
             try:
-                with psycopg.connect(url, autocommit=True) as conn:
+                with psycopg.connect(self._url, autocommit=True) as conn:
                     conn.execute(f"NOTIFY {JOBS_CHANNEL}")
             except psycopg.Error:
                 pass  # the database is gone: the wait ends at its timeout

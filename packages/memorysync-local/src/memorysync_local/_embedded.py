@@ -8,7 +8,7 @@ import httpx
 from fastapi import FastAPI
 
 from memorysync_local._extraction.extractor import Extractor
-from memorysync_local._handle import ServerHandle, app_with_keys
+from memorysync_local._handle import ServerHandle, app_with_keys, database_argument
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
@@ -45,6 +45,7 @@ class EmbeddedServer(ServerHandle):
 def embedded(
     db_path: str = ":memory:",
     *,
+    db: str | None = None,
     api_key: str = DEV_API_KEY,
     tenant_id: str = DEFAULT_TENANT,
     api_keys: Mapping[str, str] | None = None,
@@ -55,6 +56,9 @@ def embedded(
     embedder: EmbedderSetting = None,
 ) -> EmbeddedServer:
     """Start a server in-process over ``db_path`` and return how to reach it.
+
+    ``db_path`` (or, by name, ``db``) is a SQLite file, ``":memory:"``, or a
+    ``postgresql://`` URL (the ``postgres`` extra): ``embedded(db="postgresql://...")``.
 
     ``api_key`` (default ``"ms_local_dev_key"``, the documented development key)
     is a full key of ``tenant_id``; ``api_keys`` adds more full keys
@@ -83,6 +87,7 @@ def embedded(
         asyncio.run(main())
         ```
     """
+    db_path = database_argument(db_path, db, ":memory:")
     app = app_with_keys(
         db_path,
         api_key=api_key,

@@ -74,3 +74,12 @@ class ServerHandle:
         tb: TracebackType | None,
     ) -> None:
         self._shut_down()
+
+
+def database_argument(db_path: str, db: str | None, default: str) -> str:
+    """``db`` is ``db_path`` by another name: one of them, not both."""
+    if db is None:
+        return db_path
+    if db_path != default:
+        raise TypeError("give the database as db or as db_path, not both")
+    return db

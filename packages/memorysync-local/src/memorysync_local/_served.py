@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memorysync_local._extraction.extractor import Extractor
-from memorysync_local._handle import ServerHandle, app_with_keys
+from memorysync_local._handle import ServerHandle, app_with_keys, database_argument
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
@@ -127,6 +127,7 @@ class ServedServer(ServerHandle):
 def serve_in_thread(
     db_path: str = "./memorysync.db",
     *,
+    db: str | None = None,
     api_key: str = DEV_API_KEY,
     tenant_id: str = DEFAULT_TENANT,
     host: str = "127.0.0.1",
@@ -140,8 +141,10 @@ def serve_in_thread(
 ) -> ServedServer:
     """Serve memorysync-local on ``host:port`` (default: a free loopback port) in a thread.
 
-    Returns once the server accepts requests. Keys and plans as :func:`embedded`.
+    Returns once the server accepts requests. The database (``db_path`` or ``db``),
+    keys and plans as :func:`embedded`.
     """
+    db_path = database_argument(db_path, db, "./memorysync.db")
     app = app_with_keys(
         db_path,
         api_key=api_key,

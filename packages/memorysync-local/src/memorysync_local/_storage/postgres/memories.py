@@ -23,6 +23,13 @@ from memorysync_local._storage.records import (
 if TYPE_CHECKING:
     from memorysync_local._storage.postgres.backend import PostgresSession
 
+# Every column of a memory record: never the word index's (stems, stems_tsv), which a
+# record does not carry and whose text form is costly to produce and to read.
+MEMORY_COLUMNS = (
+    "id, tenant_id, user_id, text, kind, source, session_id, metadata, tags, importance, "
+    "origin, history_id, request_id, created_at, said_at, attribute, valid_until, "
+    "superseded_by"
+)
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 
@@ -104,7 +111,7 @@ class PostgresMemories:
     def get(
         self, memory_id: int, tenant_id: str, user_id: str | None = None
     ) -> MemoryRecord | None:
-        sql = "SELECT * FROM memories WHERE id = %s AND tenant_id = %s"
+        sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = %s AND tenant_id = %s"
         params: list[Any] = [memory_id, tenant_id]
         if user_id is not None:
             sql += " AND user_id = %s"
@@ -117,7 +124,7 @@ class PostgresMemories:
     ) -> list[MemoryRecord]:
         if not ids:
             return []
-        sql = "SELECT * FROM memories WHERE id = ANY(%s)"
+        sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s)"
         params: list[Any] = [list(ids)]
         if tenant_id is not None:
             sql += " AND tenant_id = %s"
@@ -147,8 +154,8 @@ class PostgresMemories:
         total_row = conn.execute(f"SELECT COUNT(*) AS n FROM memories WHERE {where}", args)
         total = int(total_row.fetchone()["n"])  # type: ignore[index]
         rows = self._all(
-            f"SELECT * FROM memories WHERE {where} ORDER BY created_at DESC, id DESC "
-            "LIMIT %s OFFSET %s",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
+            "ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
             [*args, limit if limit > 0 else None, max(offset, 0)],
         )
         return rows, total
@@ -156,10 +163,13 @@ class PostgresMemories:
     def in_order(self, tenant_id: str, user_id: str | None) -> list[MemoryRecord]:
         if user_id is None:
             return self._all(
-                "SELECT * FROM memories WHERE tenant_id = %s ORDER BY created_at, id", [tenant_id]
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = %s "
+                "ORDER BY created_at, id",
+                [tenant_id],
             )
         return self._all(
-            "SELECT * FROM memories WHERE tenant_id = %s AND user_id = %s ORDER BY created_at, id",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = %s AND user_id = %s "
+            "ORDER BY created_at, id",
             [tenant_id, user_id],
         )
 
@@ -173,7 +183,7 @@ class PostgresMemories:
 
     def latest_said_current(self, tenant_id: str, user_id: str, limit: int) -> list[MemoryRecord]:
         return self._all(
-            "SELECT * FROM memories WHERE tenant_id = %s AND user_id = %s "
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = %s AND user_id = %s "
             "AND valid_until IS NULL ORDER BY said_at DESC NULLS LAST, id DESC LIMIT %s",
             [tenant_id, user_id, limit],
         )
@@ -282,7 +292,7 @@ class PostgresMemories:
 
     def current_said_by(self, tenant_id: str, user_id: str, said_at: str) -> list[MemoryRecord]:
         return self._all(
-            "SELECT * FROM memories WHERE tenant_id = %s AND user_id = %s "
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = %s AND user_id = %s "
             "AND valid_until IS NULL AND said_at <= %s ORDER BY said_at DESC, id DESC",
             [tenant_id, user_id, said_at],
         )

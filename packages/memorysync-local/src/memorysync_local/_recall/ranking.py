@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from memorysync_local._recall.dialog import in_dialog
 from memorysync_local._recall.words import Matcher, query_stems, vocabulary_ranges
 from memorysync_local._storage.interface import Session, WordIndex
 from memorysync_local._storage.records import MemoryRecord
@@ -44,8 +45,6 @@ def about_user(prompt: str) -> bool:
 # sentence or two, so length says less about focus than in long documents).
 BM25_K1 = 1.2
 BM25_B = 0.3
-# A memory that asks a question is ranked as if it matched this share of its score.
-QUESTION_WEIGHT = 0.8
 
 
 def score(counts: Sequence[int], idf: Sequence[float], length: int, average: float) -> float:
@@ -70,11 +69,6 @@ def score(counts: Sequence[int], idf: Sequence[float], length: int, average: flo
     return round(0.5 * covered / len(counts) + 0.5 * bm25 / ceiling, 4)
 
 
-def is_question(text: str) -> bool:
-    """Whether a memory's text asks rather than states (it ends with a question mark)."""
-    return text.rstrip().rstrip("\"')»”").endswith("?")
-
-
 def lexical(
     session: Session,
     tenant: str,
@@ -92,31 +86,32 @@ def lexical(
     memory left out matches one common stem (of those it matches) and is older than
     ``limit`` memories that match it too, so it could not have made the first ``limit``.
     """
+    found = word_scores(session, tenant, user_id, prompt, limit, stats)
+    return [
+        (memory, round(min(1.0, value), 4))
+        for memory, value in in_dialog(session, tenant, user_id, found, limit)
+    ]
+
+
+def word_scores(
+    session: Session,
+    tenant: str,
+    user_id: str,
+    prompt: str,
+    limit: int,
+    stats: TermStats | None = None,
+) -> list[tuple[int, float]]:
+    """Every scored candidate (memory id, unclamped score), best first: the first
+    ``limit`` are the best of the user's memories for the prompt (see :func:`lexical`)."""
     stems = query_stems(prompt)
     found: list[tuple[int, float]] = []
     if stems:
         found = _ranked(session.words, tenant, user_id, stems, stats or TermStats(), limit)
-        found = found[:limit]
     if about_user(prompt) and len(found) < limit:
         seen = {memory_id for memory_id, _ in found}
         newest = session.memories.newest_ids(tenant, user_id, limit)
         found += [(i, ABOUT_USER_SCORE) for i in newest if i not in seen]
-        found = found[:limit]
-    return demote_questions(records(session, tenant, user_id, found))
-
-
-def demote_questions(
-    found: Sequence[tuple[MemoryRecord, float]],
-) -> list[tuple[MemoryRecord, float]]:
-    """``found`` with each question's score times ``QUESTION_WEIGHT``, re-ranked.
-
-    The sort is stable: memories whose scores stay equal keep their tie order.
-    """
-    weighed = [
-        (memory, round(value * QUESTION_WEIGHT, 4) if is_question(memory.text) else value)
-        for memory, value in found
-    ]
-    return sorted(weighed, key=lambda item: -item[1])
+    return found
 
 
 def _ranked(
@@ -150,7 +145,7 @@ def _ranked(
         length = lengths[memory_id]
         scored.append((memory_id, score(matcher.counts(indexed), idf, length, average), length))
     scored.sort(key=_order)
-    return [(memory_id, min(1.0, value)) for memory_id, value, _ in scored]
+    return [(memory_id, value) for memory_id, value, _ in scored]
 
 
 def _order(item: tuple[int, float, int]) -> tuple[float, int, int]:

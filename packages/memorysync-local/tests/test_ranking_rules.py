@@ -50,6 +50,21 @@ def test_length_normalisation_ranks_a_focused_memory_above_a_long_passing_mentio
         assert ranked(server, "violin")[0] == "Plays the violin"
 
 
+def test_names_in_every_memory_weigh_less_than_a_topic_word_of_the_prompt() -> None:
+    # Counted alike, three names matched (in every turn) outweighed "sunrise" 3 to 1.
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Dan: the sunrise over the lake was lovely",
+            "Ana: thanks Bob and Cleo!",
+            *(f"Ana: see you {day}, Bob and Cleo" for day in ("Monday", "Tuesday", "Friday")),
+            "Bob: hi Ana and Cleo",
+        )
+        assert ranked(server, "Ana, Bob and Cleo at sunrise?")[0] == (
+            "Dan: the sunrise over the lake was lovely"
+        )
+
+
 def test_ties_go_to_the_shorter_memory_then_the_newest_not_to_recency_alone() -> None:
     # (rowid, score, stem count): equal scores, different lengths, then equal lengths.
     items = [(1, 0.5, 3), (2, 0.5, 5), (3, 0.5, 3), (4, 0.9, 9)]

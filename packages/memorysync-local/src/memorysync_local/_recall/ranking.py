@@ -2,14 +2,14 @@
 
 The storage's word index supplies candidates (the user's newest memories that
 match a prompt stem, ``WordIndex.newest_matching``) and term statistics; the
-ranking is all here, the same for every backend (:func:`score`): half the share of
-the prompt's stems a memory matches, half a BM25 term (each matched stem's IDF,
+ranking is all here, the same for every backend (:func:`score`): half the IDF share
+of the prompt's stems a memory matches, half a BM25 term (each matched stem's IDF,
 saturated by how often the memory repeats it and normalised by the memory's
 length), so that among memories matching the same words the one that is about
 them, not one that mentions them in passing, comes first. A memory that is a
-question (ends with ``?``) is demoted: it repeats the words it asks about but
-states nothing, and the answer usually follows it. Ties go to the shorter memory
-(its match is denser), then to the newest. A question about the user themself
+question (ends with ``?``) is demoted, and a memory borrows from its neighbours in
+a conversation (:mod:`.dialog`). Ties go to the shorter memory (its match is
+denser), then to the newest. A question about the user themself
 ("what do you know about me?") names no topic: it recalls the user's newest facts
 instead.
 """
@@ -32,7 +32,7 @@ _ABOUT_USER = re.compile(
     re.IGNORECASE,
 )
 # The score of a fact recalled only because the question was about the user: it
-# matched no word, so it stays below any memory that matched half of the prompt.
+# matched no word, so it stays below a memory that matched most of the prompt.
 ABOUT_USER_SCORE = 0.3
 
 
@@ -48,25 +48,27 @@ BM25_B = 0.3
 
 
 def score(counts: Sequence[int], idf: Sequence[float], length: int, average: float) -> float:
-    """A relevance: 0.5 x the share of prompt stems matched + 0.5 x a BM25 term.
+    """A relevance: 0.5 x the IDF share of the prompt stems matched + 0.5 x a BM25 term.
 
     ``counts`` holds, per prompt stem, how often the memory's stems match it;
     ``length`` is the memory's stem count and ``average`` the candidates' mean.
-    The BM25 term is divided by what matching every stem once at the average
-    length would give (so that is the IDF share matched); repeats and a short
-    memory take it past 1. Recall reports ``min(1, relevance)``, ranks by it whole.
+    The first half weighs each matched stem by its IDF, so a word in most memories
+    (a speaker's name in every turn of a conversation) counts for little beside the
+    topic's words. The BM25 term is divided by what matching every stem once at the
+    average length would give; repeats and a short memory take it past 1. Recall
+    reports ``min(1, relevance)``, ranks by it whole.
     """
     if not counts:
         return 0.0
     norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(average, 1.0))
-    covered = 0
+    covered = 0.0
     bm25 = 0.0
     for weight, count in zip(idf, counts, strict=True):
         if count:
-            covered += 1
+            covered += weight
             bm25 += weight * count * (BM25_K1 + 1) / (count + norm)
     ceiling = sum(idf) or 1.0
-    return round(0.5 * covered / len(counts) + 0.5 * bm25 / ceiling, 4)
+    return round(0.5 * covered / ceiling + 0.5 * bm25 / ceiling, 4)
 
 
 def lexical(

@@ -6,7 +6,8 @@ It is read from ``../shared/data/locomo10.json`` (beside the repository; see tha
 folder's README for its source and licence: it is never copied into the repo).
 
 Each turn is stored verbatim (``"Speaker: text"``) as a memory of its
-conversation's user through ``POST /memory/add`` with ``verbatim: true``, then
+conversation's user through ``POST /memory/add`` with ``verbatim: true`` and its
+session as ``session_id`` (an application keeps a conversation's sessions apart), then
 every question of categories 1 to 4 is asked through ``POST /v1/memory/recall``
 with ``k=25``. A question's recall@k is the share of its evidence turns among the
 first k memories; hit@10 is whether any is among the first 10. Category 5
@@ -184,9 +185,9 @@ def served(make_app: Callable[[str], Any]) -> Callable[[Sequence[Conversation]],
             headers = {"X-API-Key": API_KEY, "X-End-User-ID": user}
             turn_of: dict[int, str] = {}
             for dia_id, text in conversation.turns:
-                answer = client.post(
-                    "/memory/add", headers=headers, json={"text": text, "verbatim": True}
-                )
+                # A turn id "D3:11" is turn 11 of session 3: the session is the memory's.
+                said = {"text": text, "verbatim": True, "session_id": dia_id.split(":")[0]}
+                answer = client.post("/memory/add", headers=headers, json=said)
                 answer.raise_for_status()
                 body = answer.json()
                 for memory_id in body.get("memory_ids") or []:

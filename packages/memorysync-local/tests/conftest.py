@@ -29,8 +29,11 @@ def clients() -> Callable[..., httpx.AsyncClient]:
     return client_for
 
 
-def keep_verbatim(server: Any, *texts: str, user_id: str = "ana") -> None:
-    """Store each of ``texts`` as one memory of ``user_id``, as given (no extraction)."""
+def keep_verbatim(
+    server: Any, *texts: str, user_id: str = "ana", session_id: str | None = None
+) -> None:
+    """Store each of ``texts`` as one memory of ``user_id``, as given (no extraction),
+    in order, in ``session_id``."""
     caller = Caller("k", "local", False, None)
     for text in texts:
         server.store.add_memory(
@@ -40,7 +43,7 @@ def keep_verbatim(server: Any, *texts: str, user_id: str = "ana") -> None:
             source="t",
             tags=None,
             importance=None,
-            session_id=None,
+            session_id=session_id,
             metadata=None,
             client_ref=None,
             verbatim=True,

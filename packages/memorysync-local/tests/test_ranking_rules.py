@@ -13,7 +13,8 @@ import pytest
 
 from memorysync_local import embedded
 from memorysync_local._plans import Caller
-from memorysync_local._recall.ranking import _order, is_question
+from memorysync_local._recall.dialog import is_question
+from memorysync_local._recall.ranking import _order
 from memorysync_local._recall.vectors import MIN_COSINE, fuse
 
 from .conftest import keep_verbatim
@@ -21,8 +22,8 @@ from .conftest import keep_verbatim
 CALLER = Caller("k", "local", False, None)
 
 
-def keep(server: Any, *texts: str) -> None:
-    keep_verbatim(server, *texts)
+def keep(server: Any, *texts: str, session: str | None = None) -> None:
+    keep_verbatim(server, *texts, session_id=session)
 
 
 def ranked(server: Any, prompt: str) -> list[str]:
@@ -49,6 +50,21 @@ def test_length_normalisation_ranks_a_focused_memory_above_a_long_passing_mentio
         assert ranked(server, "violin")[0] == "Plays the violin"
 
 
+def test_names_in_every_memory_weigh_less_than_a_topic_word_of_the_prompt() -> None:
+    # Counted alike, three names matched (in every turn) outweighed "sunrise" 3 to 1.
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Dan: the sunrise over the lake was lovely",
+            "Ana: thanks Bob and Cleo!",
+            *(f"Ana: see you {day}, Bob and Cleo" for day in ("Monday", "Tuesday", "Friday")),
+            "Bob: hi Ana and Cleo",
+        )
+        assert ranked(server, "Ana, Bob and Cleo at sunrise?")[0] == (
+            "Dan: the sunrise over the lake was lovely"
+        )
+
+
 def test_ties_go_to_the_shorter_memory_then_the_newest_not_to_recency_alone() -> None:
     # (rowid, score, stem count): equal scores, different lengths, then equal lengths.
     items = [(1, 0.5, 3), (2, 0.5, 5), (3, 0.5, 3), (4, 0.9, 9)]
@@ -66,6 +82,56 @@ def test_a_question_that_echoes_the_prompt_ranks_below_the_statement_answering_i
             "Caroline: My library is full of books by Tolkien",
             "Melanie: What books are in your library?",
         ]
+
+
+# Dialog context: the turns of one session, stored in order (_recall/dialog.py).
+LIBRARY = (
+    "Melanie: What kind of books do you keep in your library?",
+    "Caroline: Mostly Tolkien, and a shelf of poetry",
+    "Caroline: We went camping at the lake last weekend",
+)
+
+
+def test_the_answer_after_an_echoing_question_is_recalled_though_it_shares_no_word() -> None:
+    with embedded(":memory:") as server:
+        keep(server, *LIBRARY, session="s1")
+        # The unrelated turn after the answer is not pulled in.
+        assert ranked(server, "What books are in the library?") == [LIBRARY[0], LIBRARY[1]]
+
+
+def test_without_a_session_memories_borrow_nothing_from_their_neighbours() -> None:
+    with embedded(":memory:") as server:
+        keep(server, *LIBRARY)
+        assert ranked(server, "What books are in the library?") == [LIBRARY[0]]
+
+
+def test_a_memory_matching_nothing_beside_a_statement_that_matches_is_not_recalled() -> None:
+    with embedded(":memory:") as server:
+        keep(server, "Allergic to peanuts", "Runs a marathon every autumn", session="s1")
+        assert ranked(server, "Any allergies?") == ["Allergic to peanuts"]
+
+
+def test_of_two_turns_matching_alike_the_one_beside_a_strong_match_ranks_first() -> None:
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Ana: I adopted a puppy from the shelter",
+            "Ana: Yes, she loves it when we go hiking",
+            "Ana: The weather was nice so we went hiking",
+            session="s1",
+        )
+        found = ranked(server, "Where did Ana take the puppy she adopted hiking?")
+        assert found[0] == "Ana: I adopted a puppy from the shelter"
+        assert found.index("Ana: Yes, she loves it when we go hiking") < found.index(
+            "Ana: The weather was nice so we went hiking"
+        )
+
+
+def test_a_borrowing_memory_never_passes_the_statement_it_borrows_from() -> None:
+    # The gap rule: a memory takes a share of how far its neighbour scores above it.
+    with embedded(":memory:") as server:
+        keep(server, "jazz records and jazz concerts", "jazz at night", session="s1")
+        assert ranked(server, "jazz records")[0] == "jazz records and jazz concerts"
 
 
 @pytest.mark.parametrize(

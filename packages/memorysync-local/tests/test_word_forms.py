@@ -290,6 +290,7 @@ async def test_accents_and_curly_apostrophes_match_alike(client: httpx.AsyncClie
     memories = await recall(client, "u1", "cafe recommendations")
     assert [m["value"] for m in memories][:1] == ["Loves the café near the Musée d'Orsay"]
     # Found by the folded index and scored as matching (not as an empty match).
-    assert memories[0]["score"] >= 0.3  # half the prompt matched: 0.6 x 0.5 at least
+    # One of two stems matched, the rarer ("recommend", in no memory) not: about half.
+    assert memories[0]["score"] >= 0.25
     assert texts(await recall(client, "u1", "Zurich"))[:1] == ["Lives in Zürich"]
     assert index_text("User’s café") == index_text("user cafe") == "user caf"

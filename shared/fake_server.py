@@ -304,7 +304,9 @@ class FakeServer:
         self._replays: set[tuple[str, str, str, str]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._listening: socket.socket | None = None
+        # Accepted sockets not yet owned by a transport: closed at stop if still here.
+        self._unowned: set[socket.socket] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         # Every accepted connection's transport until it is closed: a strong reference,
         # so none can be collected unclosed, whatever became of its handler.
@@ -327,8 +329,11 @@ class FakeServer:
 
         def run() -> None:
             asyncio.set_event_loop(loop)
-            self._server = loop.run_until_complete(loop.create_server(self._protocol, self.host, 0))
-            self.port = self._server.sockets[0].getsockname()[1]
+            listening = socket.create_server((self.host, 0))
+            listening.setblocking(False)
+            self.port = listening.getsockname()[1]
+            self._listening = listening
+            loop.add_reader(listening.fileno(), self._accept, listening)
             ready.set()
             loop.run_forever()
 
@@ -352,15 +357,34 @@ class FakeServer:
         self._loop = None
         self._thread = None
 
+    def _accept(self, listening: socket.socket) -> None:
+        """Accept what is waiting; each socket stays ours until its transport owns it.
+
+        Our own accept rather than ``loop.create_server``: under load, asyncio dropped
+        an accepted socket unclosed now and then when a client connected as the server
+        stopped (a ResourceWarning in whichever later test collected it).
+        """
+        while True:
+            try:
+                conn, _ = listening.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            conn.setblocking(False)
+            self._unowned.add(conn)
+            asyncio.get_running_loop().create_task(self._adopt(conn))
+
+    async def _adopt(self, conn: socket.socket) -> None:
+        await asyncio.get_running_loop().connect_accepted_socket(self._protocol, conn)
+        self._unowned.discard(conn)
+
     async def _shutdown(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        # A connection accepted just now is still on its way to a handler (asyncio's
-        # accept task, then a handler task not yet started or registered). Cancelling
-        # a handler before it starts would skip the ``finally`` that closes its socket,
-        # so: end the registered handlers, let every other task of this loop run on,
-        # and repeat until this is the loop's only task. A socket left open warns
-        # (ResourceWarning) in whichever later test collects it.
+        listening = self._listening
+        assert listening is not None
+        asyncio.get_running_loop().remove_reader(listening.fileno())
+        listening.close()
+        # Then: end the registered handlers and let every other task of this loop run
+        # on (a handler not yet started: cancelling one before it starts would skip
+        # the ``finally`` that closes its socket), until this is the loop's only task.
         me = asyncio.current_task()
         deadline = asyncio.get_running_loop().time() + 10.0
         while asyncio.get_running_loop().time() < deadline:
@@ -370,13 +394,14 @@ class FakeServer:
             if not others:
                 break
             await asyncio.wait(others, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
-        # Whatever no handler closed (one that never started, say) is closed here.
+        # Whatever no handler closed is closed here.
+        for conn in list(self._unowned):
+            conn.close()
         for transport in list(self._transports):
             transport.abort()  # type: ignore[attr-defined]
         # abort() closes the socket in a callback it schedules now (call_soon): this
         # task resumes after it.
         await asyncio.sleep(0)
-        await self._server.wait_closed()
 
     def _protocol(self) -> asyncio.StreamReaderProtocol:
         """The stream protocol of one accepted connection (its transport tracked)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from . import _telemetry as telemetry
+from ._deadline import within
 from ._errors import MemorySyncError, RateLimitError
 from ._render import ContextRenderer, RecalledMemory, parse_memories
 
@@ -116,8 +117,8 @@ async def _recall(
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
-        # wait_for over ONE coroutine: the budget covers every step, on 3.10 as well.
-        result = await asyncio.wait_for(steps(), max(budget, 0.0))
+        # One deadline over every step.
+        result = await within(max(budget, 0.0), steps())
         return result, "ok" if result else "empty"
     except asyncio.TimeoutError:
         _logger.warning(

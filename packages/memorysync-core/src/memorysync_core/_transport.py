@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from . import _telemetry as telemetry
+from ._deadline import within
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -288,8 +289,7 @@ async def send(
             timeout=timeout,
         )
         try:
-            # wait_for over the one request: the deadline holds on 3.10 as well.
-            response = await asyncio.wait_for(request, timeout)
+            response = await within(timeout, request)
         except asyncio.TimeoutError as exc:
             raise APITimeoutError(
                 f"{method} {route} -> timeout: no complete answer within {timeout:g} s",

@@ -1,0 +1,27 @@
+"""One deadline around an awaitable, without a task of its own where Python allows."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+if sys.version_info >= (3, 11):
+
+    async def within(seconds: float, awaitable: Awaitable[T]) -> T:
+        """``await awaitable``; ``TimeoutError`` once ``seconds`` have passed.
+
+        ``asyncio.timeout`` runs it in the caller's task: on 3.11, ``wait_for`` wraps it
+        in a task of its own, whose scheduling costs the hot paths several loop turns.
+        """
+        async with asyncio.timeout(seconds):
+            return await awaitable
+
+else:  # pragma: no cover - Python 3.10
+
+    async def within(seconds: float, awaitable: Awaitable[T]) -> T:
+        """``await awaitable``; ``asyncio.TimeoutError`` once ``seconds`` have passed."""
+        return await asyncio.wait_for(awaitable, seconds)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from . import _holds
 from . import _telemetry as telemetry
 from ._adapter import AdapterSettings, ClearScope, check_clear_scope
-from ._background import LOOP, track
+from ._background import CALLER_LOOPS, LOOP, track
 from ._config import resolve_outbox
 from ._delivery import DeliveryQueue, DeliveryReport
 from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
@@ -69,23 +69,28 @@ class _LoopState:
 
 
 class _Slot:
-    """Holds a memory's loop state, so a finalizer can reach it without the memory."""
+    """Holds a memory's loop state and its ``UserMemory`` of this process generation
+    (used on the background loop and by recalls on the callers' own loops), so that a
+    finalizer can reach them without the memory."""
 
-    state: _LoopState | None = None
+    def __init__(self, memory: UserMemory) -> None:
+        self.state: _LoopState | None = None
+        self.home = (LOOP.generation, memory)
+
+    async def aclose(self, timeout: float) -> None:
+        """Close the state of this generation, or only the client when it has none."""
+        state = self.state
+        generation, memory = self.home
+        if state is not None and state.generation == LOOP.generation:
+            await state.aclose(timeout)
+        elif generation == LOOP.generation:
+            await memory.aclose()  # recalls on callers' loops only: their clients
 
 
 def _abandon(slot: _Slot) -> None:
     """A memory was collected without ``close()``: release its state on the loop."""
-    state, slot.state = slot.state, None
-    if state is None or state.generation != LOOP.generation or not LOOP.running:
-        return
-    LOOP.submit(state.aclose(1.0)).add_done_callback(_consume)
-
-
-class _Ticket:
-    """The hold mark taken when a recall started (None: it never started)."""
-
-    mark: int | None = None
+    if LOOP.running:
+        LOOP.submit(slot.aclose(1.0)).add_done_callback(_consume)
 
 
 class SyncUserMemory:
@@ -103,7 +108,9 @@ class SyncUserMemory:
       from that message;
     - :meth:`recall` (or :meth:`arecall` inside a caller's event loop) returns within
       ``recall_timeout`` seconds, one deadline from the call to the return, and never
-      raises;
+      raises. A caller thread without an event loop of its own recalls on a private loop
+      of that thread (no hand-over to the background loop, see ``CallerLoops``), unless
+      the settings give a ``transport``;
     - :meth:`search`, :meth:`save` and :meth:`clear` block and raise typed errors;
     - :meth:`flush` and :meth:`close` return a :class:`DeliveryReport`.
 
@@ -135,7 +142,6 @@ class SyncUserMemory:
             raise TypeError(f"settings must be AdapterSettings, got {type(settings).__name__}")
         first = settings.open()  # validates user, session, top_k, recall_timeout, key
         self._settings = settings
-        self._first: UserMemory | None = first
         self._scope = first.scope
         self._key: UserKey = (
             first.api.base_url,
@@ -144,7 +150,7 @@ class SyncUserMemory:
             settings.user_id,
         )
         self._recalls = recalls
-        self._slot = _Slot()  # its state is touched on the background loop only
+        self._slot = _Slot(first)  # its state is touched on the background loop only
         finalizer = weakref.finalize(self, _abandon, self._slot)
         # The exit handler flushes live memories instead (``atexit`` is a documented,
         # writable attribute that typeshed lists as read-only).
@@ -220,15 +226,17 @@ class SyncUserMemory:
         # A person's words feed fact extraction: held until the reply they prompt has
         # recalled (see _holds), so that recall never finds them.
         budget = RECALLERS.budget(self._key) if role == "user" else None
-        LOOP.call_soon(lambda: self._enqueue(turn, budget))
-        return turn
-
-    def _enqueue(self, turn: CapturedTurn, budget: float | None) -> None:
-        held = self._state().held
         if budget is None:
-            held.add(turn)
+            LOOP.call_soon(lambda: self._state().held.add(turn))
         else:
-            held.hold(self._key, turn, budget + HOLD_MARGIN)
+            key, timeout = self._key, budget + HOLD_MARGIN
+            _holds.hold_next(
+                key,
+                lambda mark: LOOP.call_soon(
+                    lambda: self._state().held.hold(key, turn, timeout, mark)
+                ),
+            )
+        return turn
 
     # ------------------------------------------------------------------ recall
 
@@ -243,73 +251,77 @@ class SyncUserMemory:
         the background loop's own thread it returns EMPTY at once (it cannot block).
         """
         deadline = time.monotonic() + self._settings.recall_timeout
-        ticket = _Ticket()
+        mark = _holds.mark()  # the turns captured before this reply was asked for
         future: concurrent.futures.Future[RecallResult] | None = None
         try:
             if not self._wants_recall(prompt) or LOOP.in_loop_thread():
                 return RecallResult.EMPTY
             assert prompt is not None
+            memory = self._memory()
+            # A given transport (the embedded server, a test's) may hold connections,
+            # which belong to the loop that opened them: it stays on the background loop.
+            own = CALLER_LOOPS.here() if self._settings.transport is None else None
+            if own is not None:
+                # The deadline is kept on this thread's loop, by the recall itself.
+                budget = max(deadline - time.monotonic(), 0.0)
+                return own.run_until_complete(memory.recall(prompt, timeout=budget))
             context = telemetry.capture_context()
-            future = LOOP.submit(self._recall(prompt, ticket, deadline, context))
+            future = LOOP.submit(self._recall(prompt, deadline, context))
             try:
                 return future.result(timeout=max(deadline - time.monotonic(), 0.0))
             except concurrent.futures.TimeoutError:
                 return RecallResult.EMPTY
+        except Exception as exc:  # never raises (a private loop that failed, say)
+            _recall_logger.warning("recall failed: %s", type(exc).__name__)
+            return RecallResult.EMPTY
         finally:
-            self._after_recall(ticket, future)
+            self._after_recall(mark, future)
 
     async def arecall(self, prompt: str | None) -> RecallResult:
         """:meth:`recall` for a caller inside its own event loop, which keeps running."""
         deadline = time.monotonic() + self._settings.recall_timeout
-        ticket = _Ticket()
+        mark = _holds.mark()
         future: concurrent.futures.Future[RecallResult] | None = None
         try:
             if not self._wants_recall(prompt):
                 return RecallResult.EMPTY
             assert prompt is not None
             context = telemetry.capture_context()
-            future = LOOP.submit(self._recall(prompt, ticket, deadline, context))
+            future = LOOP.submit(self._recall(prompt, deadline, context))
             waiting = asyncio.wrap_future(future)
             await asyncio.wait({waiting}, timeout=max(deadline - time.monotonic(), 0.0))
             if waiting.done():
                 return waiting.result()
-            # Unhooked from the caller's loop now (that loop may end before the recall).
+            # Unhooked from the caller's loop now (that loop may end before the recall);
+            # this cancels the recall on the background loop too.
             waiting.cancel()
             self._over_budget()
             return RecallResult.EMPTY
         finally:
-            self._after_recall(ticket, future)
+            self._after_recall(mark, future)
 
     def _after_recall(
-        self, ticket: _Ticket, future: concurrent.futures.Future[RecallResult] | None
+        self, mark: int, future: concurrent.futures.Future[RecallResult] | None
     ) -> None:
         """The recall finished, was skipped or ran out of time: let held turns go.
 
-        A late recall is logged here and cancelled a moment after its caller returned,
-        so that the loop thread does not take the interpreter lock from a caller that is
-        returning at its deadline.
+        A recall late on the background loop is logged here and cancelled a moment after
+        its caller returned, so that the loop thread does not take the interpreter lock
+        from a caller that is returning at its deadline.
         """
         key = self._key
-        late = future is not None and not future.done()
-        if late:
-            self._over_budget()
+        if future is None or future.done():
+            _holds.recall_done(key, mark)  # wakes the loop only when turns are held
+            return
+        self._over_budget()
 
         def cleanup() -> None:
-            if late and future is not None:
-                future.cancel()
-            _holds.release(key, ticket.mark)
+            future.cancel()
+            _holds.recall_done(key, mark)
 
-        if late:
-            LOOP.call_soon(lambda: asyncio.get_running_loop().call_later(_CLEANUP_DELAY, cleanup))
-        else:
-            LOOP.call_soon(cleanup)
+        LOOP.call_soon(lambda: asyncio.get_running_loop().call_later(_CLEANUP_DELAY, cleanup))
 
-    async def _recall(
-        self, prompt: str, ticket: _Ticket, deadline: float, context: object | None
-    ) -> RecallResult:
-        # Captures reach the loop in order, so every turn held before this point was
-        # captured before this reply's message was answered: release those only.
-        ticket.mark = _holds.mark()
+    async def _recall(self, prompt: str, deadline: float, context: object | None) -> RecallResult:
         # The caller enforces the deadline (and cancels this at it); the loop side only
         # must not outlive it if the caller is gone.
         timeout = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
@@ -446,15 +458,14 @@ class SyncUserMemory:
         except concurrent.futures.TimeoutError:
             future.cancel()
             report = self.report()
+        CALLER_LOOPS.settle()  # this thread's client on its own loop closes there
         self._final = report
         if report.pending:
             _logger.warning("closed with %s captured turns undelivered", report.pending)
         return report
 
     async def _aclose(self, timeout: float) -> DeliveryReport:
-        state = self._slot.state
-        if state is not None and state.generation == LOOP.generation:
-            await state.aclose(timeout)
+        await self._slot.aclose(timeout)
         report = self.report()
         self._slot.state = None
         return report
@@ -475,16 +486,23 @@ class SyncUserMemory:
 
     # ------------------------------------------------------------------ plumbing
 
+    def _memory(self) -> UserMemory:
+        """The memory of this process generation (any thread)."""
+        generation, memory = self._slot.home
+        if generation == LOOP.generation:
+            return memory
+        with self._close_lock:
+            if self._slot.home[0] != LOOP.generation:  # after a fork: the child's own client
+                self._slot.home = (LOOP.generation, self._settings.open())
+            return self._slot.home[1]
+
     def _state(self) -> _LoopState:
         """This memory's state on the current loop generation (loop thread only)."""
         state = self._slot.state
         generation = LOOP.generation
         if state is not None and state.generation == generation:
             return state
-        memory = self._first
-        self._first = None
-        if memory is None:  # after a fork: a fresh client for the child's loop
-            memory = self._settings.open()
+        memory = self._memory()
 
         async def deliver(turns: Sequence[CapturedTurn]) -> None:
             await memory.record_turns(turns)

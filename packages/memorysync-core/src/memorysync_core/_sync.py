@@ -9,7 +9,7 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -17,9 +17,9 @@ from . import _holds
 from . import _telemetry as telemetry
 from ._adapter import AdapterSettings, ClearScope, check_clear_scope
 from ._background import CALLER_LOOPS, LOOP, track
-from ._config import resolve_outbox
-from ._delivery import DeliveryQueue, DeliveryReport
+from ._delivery import DeliveryReport
 from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
+from ._kit import AdapterKit
 from ._recall import RecallResult
 from ._render import RecalledMemory
 from ._turns import CapturedTurn, Role
@@ -45,46 +45,54 @@ class _LoopState:
     """What lives on one generation of the background loop (re-created after fork)."""
 
     generation: int
-    memory: UserMemory
-    queue: DeliveryQueue
+    kit: AdapterKit  # the queue (and outbox) every adapter's capture goes through
     held: HeldTurns
     warming: asyncio.Task[None] | None = None
+
+    @property
+    def memory(self) -> UserMemory:
+        """The user's memory in the settings' session."""
+        return self.kit.home
 
     async def flush(self, timeout: float) -> None:
         """Release the held turns and wait up to ``timeout`` seconds for the queue."""
         self.held.release()  # flushing means delivering now
-        await self.queue.flush(timeout)
+        await self.kit.flush(timeout)
 
     async def aclose(self, timeout: float) -> None:
         """Flush for up to ``timeout`` seconds, stop the queue, release the connection."""
-        self.held.release()
-        await self.queue.aclose(timeout)
+        await self.flush(timeout)
         warming = self.warming
         if warming is not None and not warming.done():
             # Closing the client under an in-flight warm-up would strand its socket: let it
             # finish (it never raises), within the same bound as the flush.
             await asyncio.wait({warming}, timeout=max(timeout, 0.1))
             warming.cancel()
-        await self.memory.aclose()
+        await self.kit.aclose(0.0)  # flushed above; what is left stays in the outbox
 
 
 class _Slot:
-    """Holds a memory's loop state and its ``UserMemory`` of this process generation
-    (used on the background loop and by recalls on the callers' own loops), so that a
-    finalizer can reach them without the memory."""
+    """Holds a memory's loop state and its kit of this process generation (its
+    ``home`` memory also serves recalls on the callers' own loops), so that a finalizer
+    can reach them without the memory."""
 
-    def __init__(self, memory: UserMemory) -> None:
+    def __init__(self, kit: AdapterKit) -> None:
         self.state: _LoopState | None = None
-        self.home = (LOOP.generation, memory)
+        self.home = (LOOP.generation, kit)
 
     async def aclose(self, timeout: float) -> None:
-        """Close the state of this generation, or only the client when it has none."""
+        """Close the state of this generation, or only the kit when it has none."""
         state = self.state
-        generation, memory = self.home
+        generation, kit = self.home
         if state is not None and state.generation == LOOP.generation:
             await state.aclose(timeout)
         elif generation == LOOP.generation:
-            await memory.aclose()  # recalls on callers' loops only: their clients
+            await kit.aclose(0.0)  # recalls on callers' loops only: their clients
+
+
+# A parent's kits in a forked child: their outbox connection is the parent's, never to be
+# used or closed here; kept so that collecting them closes nothing.
+_INHERITED: list[AdapterKit] = []
 
 
 def _abandon(slot: _Slot) -> None:
@@ -114,8 +122,14 @@ class SyncUserMemory:
     - :meth:`search`, :meth:`save` and :meth:`clear` block and raise typed errors;
     - :meth:`flush` and :meth:`close` return a :class:`DeliveryReport`.
 
-    After ``os.fork`` the child gets its own loop and connection; at interpreter exit
-    the live memories are flushed for a bounded time.
+    Captured turns go through the core's :class:`~memorysync_core.adapters.AdapterKit`
+    like every adapter's: with an ``outbox`` (the setting or ``MEMORYSYNC_OUTBOX``) each
+    one is written to that file when it is captured, in the capturing thread, and the
+    turns an earlier process left there are delivered first, from the first use of the
+    background loop (``warm_up``, a capture, ``flush`` or ``close``).
+
+    After ``os.fork`` the child gets its own loop, connection and outbox handle; at
+    interpreter exit the live memories are flushed for a bounded time.
 
     Args:
         settings: The validated settings (``AdapterSettings.build``).
@@ -140,7 +154,9 @@ class SyncUserMemory:
     ) -> None:
         if not isinstance(settings, AdapterSettings):
             raise TypeError(f"settings must be AdapterSettings, got {type(settings).__name__}")
-        first = settings.open()  # validates user, session, top_k, recall_timeout, key
+        # Validates user, session, top_k, recall_timeout, the key and the outbox.
+        kit = AdapterKit(settings, exit_flush=False)  # flushed at exit by this memory
+        first = kit.home
         self._settings = settings
         self._scope = first.scope
         self._key: UserKey = (
@@ -150,7 +166,7 @@ class SyncUserMemory:
             settings.user_id,
         )
         self._recalls = recalls
-        self._slot = _Slot(first)  # its state is touched on the background loop only
+        self._slot = _Slot(kit)  # its state is touched on the background loop only
         finalizer = weakref.finalize(self, _abandon, self._slot)
         # The exit handler flushes live memories instead (``atexit`` is a documented,
         # writable attribute that typeshed lists as read-only).
@@ -164,14 +180,6 @@ class SyncUserMemory:
         self._captured = (LOOP.generation, 0)
         RECALLERS.add(self._key, self)
         track(self)
-        outbox = resolve_outbox(settings.outbox)
-        if outbox is not None:
-            # Not built yet for the synchronous face: say so instead of pretending.
-            _logger.warning(
-                "the outbox %s is not used by SyncUserMemory (the AG2-classic capability): "
-                "its captured turns are queued in memory only",
-                outbox,
-            )
 
     # ------------------------------------------------------------------ attributes
 
@@ -223,6 +231,7 @@ class SyncUserMemory:
             generation, count = self._captured
             current = LOOP.generation
             self._captured = (current, count + 1 if generation == current else 1)
+        self._kit().keep(turn)  # in the outbox before this returns (none: nothing)
         # A person's words feed fact extraction: held until the reply they prompt has
         # recalled (see _holds), so that recall never finds them.
         budget = RECALLERS.budget(self._key) if role == "user" else None
@@ -409,9 +418,11 @@ class SyncUserMemory:
             return DeliveryReport()
         if state is None or state.generation != generation:
             return DeliveryReport(pending=captured)
-        done = state.queue.report()
+        done = state.kit.report()
         settled = done.delivered + done.refused
-        return DeliveryReport(done.delivered, done.refused, captured - settled, done.reasons)
+        # Turns an earlier process left in the outbox count once this one queued them.
+        pending = captured + state.kit.taken_over - settled
+        return DeliveryReport(done.delivered, done.refused, pending, done.reasons)
 
     def flush(self, timeout: float = 10.0) -> DeliveryReport:
         """Deliver held turns now and wait up to ``timeout`` seconds for the queue.
@@ -432,9 +443,7 @@ class SyncUserMemory:
             return self.report()
 
     async def _flush(self, timeout: float) -> DeliveryReport:
-        state = self._slot.state
-        if state is not None and state.generation == LOOP.generation:
-            await state.flush(timeout)
+        await self._state().flush(timeout)  # takes over what an outbox holds, if any
         return self.report()
 
     def close(self, timeout: float = 10.0) -> DeliveryReport:
@@ -465,6 +474,8 @@ class SyncUserMemory:
         return report
 
     async def _aclose(self, timeout: float) -> DeliveryReport:
+        if self._kit().outbox is not None:
+            self._state()  # closing flushes: what an earlier process left, too
         await self._slot.aclose(timeout)
         report = self.report()
         self._slot.state = None
@@ -486,15 +497,20 @@ class SyncUserMemory:
 
     # ------------------------------------------------------------------ plumbing
 
+    def _kit(self) -> AdapterKit:
+        """The kit of this process generation (any thread)."""
+        generation, kit = self._slot.home
+        if generation == LOOP.generation:
+            return kit
+        with self._close_lock:
+            if self._slot.home[0] != LOOP.generation:  # after a fork: the child's own
+                _INHERITED.append(self._slot.home[1])
+                self._slot.home = (LOOP.generation, AdapterKit(self._settings, exit_flush=False))
+            return self._slot.home[1]
+
     def _memory(self) -> UserMemory:
         """The memory of this process generation (any thread)."""
-        generation, memory = self._slot.home
-        if generation == LOOP.generation:
-            return memory
-        with self._close_lock:
-            if self._slot.home[0] != LOOP.generation:  # after a fork: the child's own client
-                self._slot.home = (LOOP.generation, self._settings.open())
-            return self._slot.home[1]
+        return self._kit().home
 
     def _state(self) -> _LoopState:
         """This memory's state on the current loop generation (loop thread only)."""
@@ -502,14 +518,12 @@ class SyncUserMemory:
         generation = LOOP.generation
         if state is not None and state.generation == generation:
             return state
-        memory = self._memory()
-
-        async def deliver(turns: Sequence[CapturedTurn]) -> None:
-            await memory.record_turns(turns)
-
-        queue = DeliveryQueue(deliver)
-        state = _LoopState(generation, memory, queue, HeldTurns(queue.submit))
+        kit = self._kit()
+        # Kept in the outbox when captured: the held turns are submitted as kept.
+        held = HeldTurns(lambda turn: kit.submit([turn], kept=True))
+        state = _LoopState(generation, kit, held)
         self._slot.state = state
+        kit.resume()  # an earlier process's turns go before this one's
         track(self)
         return state
 

@@ -359,8 +359,13 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
         """
         return self._memory.search(query, k=k, min_score=min_score, since=since, until=until)
 
-    def save(self, text: str, *, metadata: dict[str, Any] | None = None) -> SaveOutcome:
+    def save(
+        self, text: str, *, metadata: dict[str, Any] | None = None, verbatim: bool = False
+    ) -> SaveOutcome:
         """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure.
+
+        ``verbatim=True`` stores ``text`` as one memory exactly as given, without
+        extraction (``memorysync-local``; see docs/ag2.md).
 
         Example:
             ```python
@@ -368,7 +373,7 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
             print(outcome.describe())
             ```
         """
-        return self._memory.save(text, metadata=metadata)
+        return self._memory.save(text, metadata=metadata, verbatim=verbatim)
 
     def clear(self, scope: ClearScope | None = None) -> ClearResult:
         """Delete this session's memories and transcript (``scope="user"``: all the user's).

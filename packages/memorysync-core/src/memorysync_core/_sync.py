@@ -367,9 +367,16 @@ class SyncUserMemory:
             )
         )
 
-    def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
-        """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure."""
-        return self._call(lambda state: state.memory.save(text, metadata=metadata))
+    def save(
+        self, text: str, *, metadata: Mapping[str, Any] | None = None, verbatim: bool = False
+    ) -> SaveOutcome:
+        """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure.
+
+        ``verbatim=True``: stored as one memory exactly as given (``UserMemory.save``).
+        """
+        return self._call(
+            lambda state: state.memory.save(text, metadata=metadata, verbatim=verbatim)
+        )
 
     def clear(self, scope: ClearScope | None = None) -> ClearResult:
         """Delete this session's memories and transcript (``"user"``: all the user's).

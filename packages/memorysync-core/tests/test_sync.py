@@ -273,8 +273,9 @@ def test_a_thread_without_an_event_loop_recalls_on_its_own_thread_and_others_han
         sent_from.append(threading.current_thread().name)
         return await send(*args, **kwargs)
 
-    monkeypatch.setattr(memorysync_transport, "send", noting_the_thread)
     memory = make_memory()
+    memory.search("Lisbon")  # a process's first request is made on the background loop
+    monkeypatch.setattr(memorysync_transport, "send", noting_the_thread)
 
     async def inside_a_running_loop() -> RecallResult:
         return memory.recall("Where do I live?")  # a sync hook inside an async app
@@ -332,6 +333,35 @@ def memory(user="ann"):
     )
     return SyncUserMemory(settings, recalls=lambda: False)
 """
+
+
+def test_the_first_request_of_a_process_is_made_on_the_background_loop(
+    fake_server: FakeServer,
+) -> None:
+    # It imports httpx's async backend, which a caller's own loop could not interrupt
+    # at the deadline; later recalls from this thread run on its own loop.
+    fake_server.seed_memory("ann", "Ann lives in Porto.")
+    script = (
+        _PRELUDE
+        + """
+import threading
+from memorysync_core import _transport
+send, threads = _transport.send, []
+
+async def noting(*args, **kwargs):
+    threads.append(threading.current_thread().name)
+    return await send(*args, **kwargs)
+
+_transport.send = noting
+m = memory()
+print("recalled", [bool(m.recall("Where does Ann live?").block) for _ in range(2)])
+print("threads", threads)
+"""
+    )
+    done = _run(script, fake_server.base_url)
+    assert done.returncode == 0, done.stderr
+    assert "recalled [True, True]" in done.stdout
+    assert "threads ['memorysync-loop', 'MainThread']" in done.stdout
 
 
 def test_turns_captured_before_exit_are_delivered_by_the_exit_handler(

@@ -22,6 +22,7 @@ from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
 from ._kit import AdapterKit
 from ._recall import RecallResult
 from ._render import RecalledMemory
+from ._transport import REQUESTS_MADE
 from ._turns import CapturedTurn, Role
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._users_data import USERS_DATA_METHODS
@@ -38,6 +39,7 @@ _LOOP_GUARD = 0.5
 # Seconds between a caller returning at its deadline and the cancellation of its late
 # recall on the loop thread (see _after_recall).
 _CLEANUP_DELAY = 0.02
+_HALF_TICK = 0.0005
 
 
 @dataclass
@@ -266,14 +268,9 @@ class SyncUserMemory:
             if not self._wants_recall(prompt) or LOOP.in_loop_thread():
                 return RecallResult.EMPTY
             assert prompt is not None
-            memory = self._memory()
-            # A given transport (the embedded server, a test's) may hold connections,
-            # which belong to the loop that opened them: it stays on the background loop.
-            own = CALLER_LOOPS.here() if self._settings.transport is None else None
+            own = self._own_loop()
             if own is not None:
-                # The deadline is kept on this thread's loop, by the recall itself.
-                budget = max(deadline - time.monotonic(), 0.0)
-                return own.run_until_complete(memory.recall(prompt, timeout=budget))
+                return self._recall_here(own, prompt, deadline)
             context = telemetry.capture_context()
             future = LOOP.submit(self._recall(prompt, deadline, context))
             try:
@@ -285,6 +282,41 @@ class SyncUserMemory:
             return RecallResult.EMPTY
         finally:
             self._after_recall(mark, future)
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop | None:
+        """This thread's private loop, when a recall may run on it (see ``CallerLoops``).
+
+        Not with a given transport (the embedded server, a test's): it may hold
+        connections, which belong to the loop that opened them (the background one).
+        """
+        # The first request of a process imports httpx's async backend (a fifth of a
+        # second on a busy machine), which no caller's loop could interrupt: until one
+        # has ended, recalls wait on the background loop, where the caller keeps its
+        # deadline to the millisecond whatever that loop is doing.
+        if self._settings.transport is not None or not REQUESTS_MADE.is_set():
+            return None
+        return CALLER_LOOPS.here()
+
+    def _recall_here(
+        self, loop: asyncio.AbstractEventLoop, prompt: str, deadline: float
+    ) -> RecallResult:
+        """Recall on this thread's own loop, left at the deadline without waiting for it.
+
+        A late recall is cancelled, and its cancellation (closing its connection, say)
+        runs on the loop's next turn: returning at the deadline costs no clean-up.
+        """
+        # The waiting below keeps the deadline; the recall's own is a backstop only.
+        guard = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
+        task = loop.create_task(self._memory().recall(prompt, timeout=guard))
+        # The selector counts whole milliseconds and rounds a wait up: asking for half a
+        # millisecond less centres the wake-up on the deadline instead of after it.
+        left = max(deadline - time.monotonic() - _HALF_TICK, 0.0)
+        loop.run_until_complete(asyncio.wait({task}, timeout=left))
+        if task.done():
+            return task.result()
+        task.cancel()
+        self._over_budget()
+        return RecallResult.EMPTY
 
     async def arecall(self, prompt: str | None) -> RecallResult:
         """:meth:`recall` for a caller inside its own event loop, which keeps running."""

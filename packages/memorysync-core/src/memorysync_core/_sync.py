@@ -305,13 +305,26 @@ class SyncUserMemory:
         A late recall is cancelled, and its cancellation (closing its connection, say)
         runs on the loop's next turn: returning at the deadline costs no clean-up.
         """
-        # The waiting below keeps the deadline; the recall's own is a backstop only.
+        # The loop runs until the recall is done or the deadline comes, whichever first
+        # (no waiting task of its own: the hot path is one recall's loop turns). The
+        # recall's own deadline is a backstop only.
         guard = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
         task = loop.create_task(self._memory().recall(prompt, timeout=guard))
+        this_run = [True]
+
+        def done(_: object) -> None:
+            if this_run[0]:  # not a later run of the loop, if it completes after this one
+                loop.stop()
+
+        task.add_done_callback(done)
         # The selector counts whole milliseconds and rounds a wait up: asking for half a
         # millisecond less centres the wake-up on the deadline instead of after it.
-        left = max(deadline - time.monotonic() - _HALF_TICK, 0.0)
-        loop.run_until_complete(asyncio.wait({task}, timeout=left))
+        timer = loop.call_later(max(deadline - time.monotonic() - _HALF_TICK, 0.0), loop.stop)
+        try:
+            loop.run_forever()
+        finally:
+            this_run[0] = False
+            timer.cancel()
         if task.done():
             return task.result()
         task.cancel()

@@ -148,8 +148,8 @@ class CallerLoops:
 
     A thread that runs an event loop of its own gets no private loop (it cannot run a
     second one). The loops of threads that ended are closed by the next
-    :meth:`settle` (at a memory's ``close``, and when another thread gets a loop), the
-    exiting thread's at interpreter exit. After ``fork`` the child starts with none.
+    :meth:`settle` (when a memory is attached or closed: never on a recall's clock),
+    the exiting thread's at interpreter exit. After ``fork`` the child starts with none.
     """
 
     def __init__(self) -> None:
@@ -167,17 +167,17 @@ class CallerLoops:
         loop = self._loops.get(thread)
         if loop is not None:
             return loop
-        self.settle()
         loop = asyncio.new_event_loop()
         with self._lock:
             self._loops[thread] = loop
         return loop
 
-    def settle(self, *, close_mine: bool = False) -> None:
+    def settle(self, *, close_mine: bool = False, patience: float = 1.0) -> None:
         """Let this thread's loop finish what other threads left it (closing a client),
         and close the loops of threads that ended (``close_mine``: this one's too).
 
-        Does nothing from a thread that runs an event loop of its own.
+        Each loop's tasks get ``patience`` seconds, then are cancelled. Does nothing
+        from a thread that runs an event loop of its own.
         """
         if _running_loop() is not None:
             return
@@ -189,9 +189,9 @@ class CallerLoops:
             closing = [self._loops.pop(thread) for thread in ended]
             mine = self._loops.get(current)
         for loop in closing:
-            _finish(loop, close=True)
+            _finish(loop, close=True, patience=patience)
         if mine is not None:
-            _finish(mine, close=False)
+            _finish(mine, close=False, patience=patience)
 
     def after_fork_in_child(self) -> None:
         """Forget the parent's loops (without touching them)."""
@@ -207,8 +207,9 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _finish(loop: asyncio.AbstractEventLoop, *, close: bool) -> None:
-    """Run ``loop`` until the tasks on it are done (1 s at most), then maybe close it."""
+def _finish(loop: asyncio.AbstractEventLoop, *, close: bool, patience: float) -> None:
+    """Run ``loop`` until its tasks are done (cancelled after ``patience`` seconds), then
+    maybe close it."""
     if loop.is_closed() or loop.is_running():
         return
 
@@ -216,11 +217,11 @@ def _finish(loop: asyncio.AbstractEventLoop, *, close: bool) -> None:
         current = asyncio.current_task()
         tasks = {task for task in asyncio.all_tasks() if task is not current}
         if tasks:
-            _, late = await asyncio.wait(tasks, timeout=1.0)
+            _, late = await asyncio.wait(tasks, timeout=patience)
             for task in late:
                 task.cancel()
             if late:
-                await asyncio.wait(late)
+                await asyncio.wait(late, timeout=1.0)
         for _ in range(3):  # closed transports drop their sockets a turn later
             await asyncio.sleep(0)
 

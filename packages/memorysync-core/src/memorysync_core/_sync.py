@@ -457,6 +457,8 @@ class SyncUserMemory:
 
         if not self._closed:
             LOOP.submit(warm()).add_done_callback(_consume)
+            # Attaching is a good moment to close the loops of threads that ended.
+            CALLER_LOOPS.settle(patience=0.1)
 
     # ------------------------------------------------------------------ delivery
 

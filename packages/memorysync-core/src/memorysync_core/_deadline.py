@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -24,4 +24,12 @@ else:  # pragma: no cover - Python 3.10
 
     async def within(seconds: float, awaitable: Awaitable[T]) -> T:
         """``await awaitable``; ``asyncio.TimeoutError`` once ``seconds`` have passed."""
-        return await asyncio.wait_for(awaitable, seconds)
+        task = asyncio.ensure_future(awaitable)
+        # Cancelled at the deadline, it may still end in an error (a connection closing
+        # then): read it, so that asyncio does not log it as never retrieved.
+        task.add_done_callback(_read_error)
+        return await asyncio.wait_for(task, seconds)
+
+    def _read_error(task: asyncio.Future[Any]) -> None:
+        if not task.cancelled():
+            task.exception()

@@ -10,6 +10,7 @@ from autogen import UserProxyAgent
 from ag2_memorysync import register_memory_tools
 from memorysync_core import APITimeoutError, AuthError, RecalledMemory, ValidationError
 from shared.fake_server import Fault
+from shared.local_server import stored_memories
 
 
 def test_save_then_search_round_trips_through_the_server(fake_server, make_capability):
@@ -168,3 +169,12 @@ def test_search_with_an_empty_query_names_the_query_parameter(fake_server, make_
         with pytest.raises(ValueError, match=r"^query must be a non-empty string"):
             memory.search(bad)
     assert fake_server.requests_to("/v1/memory/query") == []
+
+
+def test_a_verbatim_save_stores_the_text_exactly_as_given(served_local_server, make_capability):
+    chatter = "Melanie: Haha, sounds good - see you at the pottery class on Friday!"
+    memory = make_capability(served_local_server, api_key=served_local_server.api_key)
+    assert not memory.save(chatter).kept  # through extraction: chatter keeps nothing
+    assert memory.save(chatter, verbatim=True).kept
+    stored = stored_memories(served_local_server, served_local_server.tenant_id, "alice")
+    assert [row["text"] for row in stored] == [chatter]

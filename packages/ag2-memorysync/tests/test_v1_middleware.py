@@ -265,6 +265,19 @@ async def test_a_failed_turn_still_stores_what_the_person_said(served_local_serv
     assert [(r["role"], r["content"]) for r in rows] == [("user", "I moved to Porto last week.")]
 
 
+async def test_a_verbatim_save_stores_the_text_exactly_as_given(served_local_server):
+    chatter = "Melanie: Haha, sounds good - see you at the pottery class on Friday!"
+    memory = middleware(served_local_server, session_id="notes")
+    try:
+        assert not (await memory.save(chatter)).kept  # through extraction: nothing
+        assert (await memory.save(chatter, verbatim=True)).kept
+    finally:
+        await memory.aclose()
+    stored = stored_memories(served_local_server, served_local_server.tenant_id, "ana")
+    assert [row["text"] for row in stored] == [chatter]
+    assert stored[0]["session_id"] == "ag2::notes"
+
+
 def test_settings_are_checked_once_and_the_key_stays_out_of_repr():
     with pytest.raises(ValueError, match="top_k"):
         MemorySyncMiddleware(user_id="ana", api_key="ms_secret_key_value", top_k=0)

@@ -290,3 +290,17 @@ async def test_history_needs_its_own_provider_before_1_11(
         await agent.run("Do you remember where I live?", session=session)
         seen = [text for _, text in kit.texts(client.requests[1][0])]
         assert (DURABLE in seen) is keeps, (providers, seen)
+
+
+async def test_a_verbatim_save_stores_the_text_exactly_as_given_in_the_runs_session(
+    served_local_server: Any, provider_on: Make, kit: Any
+) -> None:
+    chatter = "Melanie: Haha, sounds good - see you at the pottery class on Friday!"
+    memory = provider_on(served_local_server)
+    agent = kit.agent(kit.ScriptedChatClient(["Noted."]), memory)
+    session = agent.create_session()
+    assert not (await memory.save(chatter, session=session)).kept  # extraction: nothing
+    assert (await memory.save(chatter, session=session, verbatim=True)).kept
+    stored = stored_memories(served_local_server, served_local_server.tenant_id, "alice")
+    assert [row["text"] for row in stored] == [chatter]
+    assert stored[0]["session_id"] == f"agent-framework::{session.session_id}"

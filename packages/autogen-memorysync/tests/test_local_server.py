@@ -206,3 +206,28 @@ def _token() -> Any:
     from autogen_core import CancellationToken
 
     return CancellationToken()
+
+
+CHATTER = "Melanie: Haha, sounds good - see you at the pottery class on Friday!"
+
+
+async def test_add_with_verbatim_metadata_stores_the_content_exactly_as_given(
+    served_local_server: Any, memory_on: Callable[..., MemorySyncMemory]
+) -> None:
+    memory = memory_on(served_local_server)
+    note = MemoryContent(
+        content=CHATTER, mime_type=MemoryMimeType.TEXT, metadata={"verbatim": True, "by": "ui"}
+    )
+    extracted = await memory.save(CHATTER)  # through extraction: chatter keeps nothing
+    await memory.add(note)
+    saved = await memory.save("Ana: the locker code is 4512, don't tell!", verbatim=True)
+    assert not extracted.kept
+    assert saved.kept
+    stored = stored_memories(served_local_server, served_local_server.tenant_id, "alice")
+    assert [row["text"] for row in stored] == [
+        CHATTER,
+        "Ana: the locker code is 4512, don't tell!",
+    ]
+    assert stored[0]["metadata"]["by"] == "ui"  # the other metadata travels with it
+    assert "verbatim" not in stored[0]["metadata"]
+    assert note.metadata == {"verbatim": True, "by": "ui"}  # the caller's dict untouched

@@ -19,6 +19,8 @@ from memorysync_core import (
     RecallResult,
     SyncUserMemory,
 )
+from memorysync_core import _transport as memorysync_transport
+from memorysync_core._background import CALLER_LOOPS
 from memorysync_core._holds import HOLD_MARGIN
 from shared.fake_server import FakeServer, Fault
 from shared.timing import SLACK, release_when_held
@@ -260,6 +262,54 @@ def test_a_memory_is_usable_from_many_threads_at_once(
         assert mine == [f"thread {n} line {i}" for i in range(20)]
 
 
+def test_a_thread_without_an_event_loop_recalls_on_its_own_thread_and_others_hand_over(
+    fake_server: FakeServer, make_memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_server.seed_memory("ann", "Lives in Lisbon")
+    sent_from: list[str] = []
+    send = memorysync_transport.send
+
+    async def noting_the_thread(*args: Any, **kwargs: Any) -> Any:
+        sent_from.append(threading.current_thread().name)
+        return await send(*args, **kwargs)
+
+    memory = make_memory()
+    memory.search("Lisbon")  # a process's first request is made on the background loop
+    monkeypatch.setattr(memorysync_transport, "send", noting_the_thread)
+
+    async def inside_a_running_loop() -> RecallResult:
+        return memory.recall("Where do I live?")  # a sync hook inside an async app
+
+    first = memory.recall("Where do I live?")
+    second = asyncio.run(inside_a_running_loop())
+    assert [m.text for m in first.memories] == ["Lives in Lisbon"]
+    assert [m.text for m in second.memories] == ["Lives in Lisbon"]
+    # No hand-over (two thread wake-ups) when the caller can wait on a loop of its own;
+    # a caller that runs a loop cannot run another: the background loop serves it.
+    assert sent_from == [threading.current_thread().name, "memorysync-loop"]
+
+
+def test_the_loop_of_a_thread_that_recalled_and_ended_is_closed_with_the_memory(
+    fake_server: FakeServer, make_memory: Any
+) -> None:
+    fake_server.seed_memory("ann", "Lives in Lisbon")
+    memory = make_memory()
+    seen: list[tuple[asyncio.AbstractEventLoop | None, RecallResult]] = []
+
+    def ask() -> None:
+        seen.append((CALLER_LOOPS.here(), memory.recall("Where do I live?")))
+
+    worker = threading.Thread(target=ask)
+    worker.start()
+    worker.join()
+    [(loop, result)] = seen
+    assert loop is not None
+    assert result.block
+    assert not loop.is_closed()  # kept for the thread's next recall while it may live
+    memory.close()
+    assert loop.is_closed()  # its connection closed with it (the leak guard checks)
+
+
 def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script), *args],
@@ -283,6 +333,35 @@ def memory(user="ann"):
     )
     return SyncUserMemory(settings, recalls=lambda: False)
 """
+
+
+def test_the_first_request_of_a_process_is_made_on_the_background_loop(
+    fake_server: FakeServer,
+) -> None:
+    # It imports httpx's async backend, which a caller's own loop could not interrupt
+    # at the deadline; later recalls from this thread run on its own loop.
+    fake_server.seed_memory("ann", "Ann lives in Porto.")
+    script = (
+        _PRELUDE
+        + """
+import threading
+from memorysync_core import _transport
+send, threads = _transport.send, []
+
+async def noting(*args, **kwargs):
+    threads.append(threading.current_thread().name)
+    return await send(*args, **kwargs)
+
+_transport.send = noting
+m = memory()
+print("recalled", [bool(m.recall("Where does Ann live?").block) for _ in range(2)])
+print("threads", threads)
+"""
+    )
+    done = _run(script, fake_server.base_url)
+    assert done.returncode == 0, done.stderr
+    assert "recalled [True, True]" in done.stdout
+    assert "threads ['memorysync-loop', 'MainThread']" in done.stdout
 
 
 def test_turns_captured_before_exit_are_delivered_by_the_exit_handler(
@@ -331,20 +410,24 @@ print(f"exit flush took {time.monotonic() - started:.2f} left {left}")
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork is POSIX-only")
 def test_a_forked_child_gets_its_own_loop_and_connection(fake_server: FakeServer) -> None:
+    fake_server.seed_memory("ann", "Ann lives in Porto.")
     script = (
         _PRELUDE
         + """
 m = memory()
 m.capture("user", "Said by the parent.")
 assert m.flush(30).all_delivered
+assert m.recall("Where does Ann live?").block  # the parent's own loop and connection
 pid = os.fork()
 if pid == 0:
+    recalled = bool(m.recall("Where does Ann live?").block)
     m.capture("user", "Said by the child.")
     report = m.flush(30)
-    os._exit(0 if report.delivered == 1 and report.all_delivered else 3)
+    os._exit(0 if recalled and report.delivered == 1 and report.all_delivered else 3)
 _, status = os.waitpid(pid, 0)
 m.capture("assistant", "Back in the parent.")
 assert m.flush(30).delivered == 2
+assert m.recall("Where does Ann live?").block
 print("child", os.waitstatus_to_exitcode(status))
 """
     )

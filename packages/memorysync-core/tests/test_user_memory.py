@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from memorysync_core import (
     ValidationError,
 )
 from shared.fake_server import FakeServer, Fault
+from shared.local_server import stored_memories
 
 from .conftest import API_KEY, FAST_RETRY
 
@@ -187,3 +189,34 @@ async def test_recall_cuts_long_prompts_instead_of_losing_the_turn(
     await memory.recall("tell me " * 5000)
     sent = fake_server.requests_to("/v1/memory/recall")[-1].json
     assert len(sent["prompt"]) == 16_000
+
+
+CHATTER = "  Melanie: Haha, sounds good - see you at the pottery class on Friday!  "
+
+
+async def test_a_verbatim_save_stores_the_text_exactly_as_given_where_extraction_keeps_nothing(
+    served_local_server: Any,
+) -> None:
+    api = MemorySyncAPI(served_local_server.api_key, base_url=served_local_server.base_url)
+    memory = UserMemory(api, user_id="ann", session_id="notes", surface="demo")
+    try:
+        extracted = await memory.save(CHATTER)
+        kept = await memory.save(CHATTER, verbatim=True)  # same text, same session
+        again = await memory.save(CHATTER, verbatim=True)
+    finally:
+        await memory.aclose()
+    assert not extracted.kept  # the extractor finds no durable fact in chatter
+    assert kept.kept
+    assert again.memory_ids == kept.memory_ids  # recognised, not stored twice
+    stored = stored_memories(served_local_server, served_local_server.tenant_id, "ann")
+    assert [row["text"] for row in stored] == [CHATTER]  # not reworded, not even stripped
+
+
+async def test_a_verbatim_text_over_the_limit_is_refused_before_anything_is_sent(
+    fake_server: FakeServer, memory: UserMemory
+) -> None:
+    with pytest.raises(ValueError, match="at most 16000 characters"):
+        await memory.save("word " * 4000, verbatim=True)
+    with pytest.raises(ValueError, match="verbatim must be True or False"):
+        await memory.save("A fact.", verbatim="yes")  # type: ignore[arg-type]
+    assert fake_server.requests_to("/memory/add") == []

@@ -63,8 +63,10 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
 
     Capture never waits on the network: the core's ``SyncUserMemory`` queues turns on
     its background event loop and delivers them with retries, each carrying its
-    capture order (``seq``). :meth:`flush` waits for them and :meth:`close` flushes
-    and releases the connection; both return a ``DeliveryReport``.
+    capture order (``seq``); with an ``outbox`` each turn is also written to that file
+    as it is captured, so a killed process loses none. :meth:`flush` waits for them
+    and :meth:`close` flushes and releases the connection; both return a
+    ``DeliveryReport``.
 
     Args:
         user_id: The end user the memories belong to. Required unless ``settings``
@@ -78,8 +80,9 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
             ``ag2::<session_id>``), ``top_k``, ``recall_timeout``, ``min_prompt_chars``,
             ``context_template``, ``clear_scope``, ``request_timeout`` (each explicit
             call and delivery attempt), ``api_key``, ``base_url``, ``project_id``,
-            ``tenant_id``, ``transport``, ``min_score``, ``max_context_chars``. Read
-            them back from :attr:`settings`.
+            ``tenant_id``, ``transport``, ``min_score``, ``max_context_chars``,
+            ``outbox`` (a SQLite file keeping every captured turn until the server has
+            it, see docs/faults.md). Read them back from :attr:`settings`.
 
     Example:
         ```python
@@ -356,8 +359,13 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
         """
         return self._memory.search(query, k=k, min_score=min_score, since=since, until=until)
 
-    def save(self, text: str, *, metadata: dict[str, Any] | None = None) -> SaveOutcome:
+    def save(
+        self, text: str, *, metadata: dict[str, Any] | None = None, verbatim: bool = False
+    ) -> SaveOutcome:
         """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure.
+
+        ``verbatim=True`` stores ``text`` as one memory exactly as given, without
+        extraction (``memorysync-local``; see docs/ag2.md).
 
         Example:
             ```python
@@ -365,7 +373,7 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
             print(outcome.describe())
             ```
         """
-        return self._memory.save(text, metadata=metadata)
+        return self._memory.save(text, metadata=metadata, verbatim=verbatim)
 
     def clear(self, scope: ClearScope | None = None) -> ClearResult:
         """Delete this session's memories and transcript (``scope="user"``: all the user's).

@@ -217,11 +217,16 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
         *,
         metadata: Mapping[str, Any] | None = None,
         session: AgentSession | str | None = None,
+        verbatim: bool = False,
     ) -> SaveOutcome:
-        """Offer ``text`` as a fact; the server decides what is kept. Raises on failure."""
+        """Offer ``text`` as a fact; the server decides what is kept. Raises on failure.
+
+        ``verbatim=True`` stores ``text`` as one memory exactly as given, without
+        extraction (``memorysync-local``; see docs/agent-framework.md).
+        """
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"text must be non-empty text, got {text!r:.40}")
-        return await self.memory_for(session).save(text, metadata=metadata)
+        return await self.memory_for(session).save(text, metadata=metadata, verbatim=verbatim)
 
     async def clear(
         self,

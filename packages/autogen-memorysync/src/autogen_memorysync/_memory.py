@@ -243,9 +243,18 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         ``content.metadata["role"]`` decides: missing, ``"user"`` or ``"human"`` is the
         user's turn and is sent; any other role (assistant, system, tool, ...) is not
         sent. Scalar metadata travels with the turn (your dict is not modified);
-        ``metadata["turn_id"]`` is used as the capture id when present. Raises the
+        ``metadata["turn_id"]`` is used as the capture id when present. With
+        ``metadata["verbatim"] = True`` the text is instead stored as one memory exactly
+        as given, without extraction (:meth:`save` with ``verbatim=True``). Raises the
         typed errors of ``memorysync_core.errors`` after bounded retries. JSON content
         (a dict) is a ``TypeError``: MemorySync learns facts from what the user said.
+
+        Example:
+            ```python
+            note = "Ana: see you at the pottery class on Friday!"
+            await memory.add(MemoryContent(content=note, mime_type="text/plain",
+                                           metadata={"verbatim": True}))
+            ```
         """
         if not isinstance(content, MemoryContent):
             raise TypeError(f"content must be a MemoryContent, got {type(content).__name__}")
@@ -265,10 +274,15 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         turn_id = metadata.pop("turn_id", None)
         if turn_id is not None and not isinstance(turn_id, str):
             raise ValueError(f"metadata['turn_id'] must be a string, got {turn_id!r}")
-        await _cancellable(
-            self._memory.add_user_turn(text, metadata=metadata, turn_id=turn_id),
-            cancellation_token,
+        verbatim = metadata.pop("verbatim", False)
+        if not isinstance(verbatim, bool):
+            raise ValueError(f"metadata['verbatim'] must be True or False, got {verbatim!r}")
+        added = (
+            self._memory.save(text, metadata=metadata, verbatim=True)
+            if verbatim
+            else self._memory.add_user_turn(text, metadata=metadata, turn_id=turn_id)
         )
+        await _cancellable(added, cancellation_token)
 
     def capture_exchange(
         self, user_text: str, assistant_text: str = "", *, turn_id: str | None = None
@@ -352,16 +366,20 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
             metadata=metadata,
         )
 
-    async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
+    async def save(
+        self, text: str, *, metadata: Mapping[str, Any] | None = None, verbatim: bool = False
+    ) -> SaveOutcome:
         """Store a fact through the server's extraction (``/memory/add``).
 
         The server decides what is durable; the outcome says what was kept
         (``outcome.describe()`` is a sentence a model can read). Re-sending the same
         text in the same session is recognised by its ``client_ref``. Raises on failure.
+        ``verbatim=True`` stores ``text`` as one memory exactly as given, without
+        extraction (``memorysync-local``; see docs/autogen.md).
         """
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"text must be non-empty text, got {text!r:.40}")
-        return await self._memory.save(text, metadata=dict(metadata or {}))
+        return await self._memory.save(text, metadata=dict(metadata or {}), verbatim=verbatim)
 
     async def query(
         self,

@@ -136,6 +136,106 @@ class BackgroundLoop:
 
 LOOP = BackgroundLoop()
 
+
+class CallerLoops:
+    """A private event loop per calling thread, for a call whose caller waits anyway.
+
+    A synchronous caller that waits for a recall gains nothing from handing it to the
+    background loop: the hand-over and the way back wake two threads, which on a busy
+    machine each wait for a CPU. Run on a loop of the caller's own thread instead, the
+    recall wakes nobody. The loop runs only while its thread waits in it; its HTTP
+    client is the shared one of that loop (one per thread and server).
+
+    A thread that runs an event loop of its own gets no private loop (it cannot run a
+    second one). The loops of threads that ended are closed by the next
+    :meth:`settle` (when a memory is attached or closed: never on a recall's clock),
+    the exiting thread's at interpreter exit. After ``fork`` the child starts with none.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loops: dict[threading.Thread, asyncio.AbstractEventLoop] = {}
+        # A parent's loops in a forked child: never run, never closed (their selector
+        # is the parent's), kept so that collecting them warns about nothing.
+        self._inherited: list[asyncio.AbstractEventLoop] = []
+
+    def here(self) -> asyncio.AbstractEventLoop | None:
+        """This thread's private loop; None when this thread runs an event loop."""
+        if _running_loop() is not None:
+            return None
+        thread = threading.current_thread()
+        loop = self._loops.get(thread)
+        if loop is not None:
+            return loop
+        loop = asyncio.new_event_loop()
+        with self._lock:
+            self._loops[thread] = loop
+        return loop
+
+    def settle(self, *, close_mine: bool = False, patience: float = 1.0) -> None:
+        """Let this thread's loop finish what other threads left it (closing a client),
+        and close the loops of threads that ended (``close_mine``: this one's too).
+
+        Each loop's tasks get ``patience`` seconds, then are cancelled. Does nothing
+        from a thread that runs an event loop of its own.
+        """
+        if _running_loop() is not None:
+            return
+        current = threading.current_thread()
+        with self._lock:
+            ended = [t for t in self._loops if t is not current and not t.is_alive()]
+            if close_mine and current in self._loops:
+                ended.append(current)
+            closing = [self._loops.pop(thread) for thread in ended]
+            mine = self._loops.get(current)
+        for loop in closing:
+            _finish(loop, close=True, patience=patience)
+        if mine is not None:
+            _finish(mine, close=False, patience=patience)
+
+    def after_fork_in_child(self) -> None:
+        """Forget the parent's loops (without touching them)."""
+        self._inherited.extend(self._loops.values())
+        self._loops = {}
+        self._lock = threading.Lock()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _finish(loop: asyncio.AbstractEventLoop, *, close: bool, patience: float) -> None:
+    """Run ``loop`` until its tasks are done (cancelled after ``patience`` seconds), then
+    maybe close it."""
+    if loop.is_closed() or loop.is_running():
+        return
+
+    async def pending_done() -> None:
+        current = asyncio.current_task()
+        tasks = {task for task in asyncio.all_tasks() if task is not current}
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=patience)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=1.0)
+        for _ in range(3):  # closed transports drop their sockets a turn later
+            await asyncio.sleep(0)
+
+    try:
+        loop.run_until_complete(pending_done())
+        if close:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+    except Exception as exc:  # closing must never raise
+        _logger.debug("closing a caller loop failed: %s", type(exc).__name__)
+
+
+CALLER_LOOPS = CallerLoops()
+
 # Memories that may hold undelivered turns; flushed at interpreter exit.
 _live: weakref.WeakSet[_Flushable] = weakref.WeakSet()
 
@@ -170,10 +270,12 @@ def flush_all_at_exit(timeout: float | None = None) -> int:
         _logger.warning("exiting with %s captured turns undelivered", left)
     if LOOP.running:
         LOOP.stop()
+    CALLER_LOOPS.settle(close_mine=True)
     return left
 
 
 LOOP.on_fork(_live.clear)
+LOOP.on_fork(CALLER_LOOPS.after_fork_in_child)
 atexit.register(flush_all_at_exit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=LOOP.after_fork_in_child)

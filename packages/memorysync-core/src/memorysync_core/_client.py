@@ -16,6 +16,7 @@ import httpx
 from . import _end_user, _transport
 from . import _telemetry as telemetry
 from ._config import resolve_api_key, resolve_base_url, resolve_project_id
+from ._deadline import retrieve_error
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -327,7 +328,7 @@ class MemorySyncAPI:
         task = self._tenant_task
         if task is None or task.get_loop() is not loop or (task.done() and _failed(task)):
             task = loop.create_task(self._fetch_tenant())
-            task.add_done_callback(_transport.retrieve_error)
+            task.add_done_callback(retrieve_error)
             self._tenant_task = task
         try:
             tenant = await asyncio.shield(task)

@@ -9,7 +9,11 @@ longest recall budget plus :data:`HOLD_MARGIN` seconds, so it is never stuck.
 ``flush`` and ``close`` release held turns at once. Each memory keeps its turns in
 capture order: a turn captured after a held one waits behind it.
 
-Everything below except :class:`Recallers` runs on the background loop's thread only.
+A held turn gets its *mark* (an increasing number) when it is captured, in the capturing
+thread, and a recall takes the latest mark when it starts, in the recalling thread: a
+recall releases exactly the turns captured before it started, wherever it runs.
+:func:`hold_next`, :func:`mark`, :func:`recall_done` and :class:`Recallers` may be called
+from any thread; everything else runs on the background loop's thread only.
 """
 
 from __future__ import annotations
@@ -95,11 +99,10 @@ class HeldTurns:
         else:
             self._submit(turn)
 
-    def hold(self, key: UserKey, turn: CapturedTurn, timeout: float) -> None:
-        """Hold ``turn`` until a recall for ``key`` that started after it has finished."""
-        global _marks
-        _marks += 1
-        entry = _Entry(turn, _marks, released=False)
+    def hold(self, key: UserKey, turn: CapturedTurn, timeout: float, mark: int) -> None:
+        """Hold ``turn`` (its mark from :func:`hold_next`) until a recall for ``key`` that
+        started after it has finished."""
+        entry = _Entry(turn, mark, released=False)
         entry.timer = asyncio.get_running_loop().call_later(timeout, self._expire, entry)
         self._entries.append(entry)
         _holding.setdefault(key, weakref.WeakSet()).add(self)
@@ -128,19 +131,45 @@ class HeldTurns:
 
 
 _marks = 0
+_marks_lock = threading.Lock()
+# Per user: the mark of the latest held turn no release has covered yet. A recall that
+# finds nothing here has nothing to release and does not wake the background loop.
+_uncovered: dict[UserKey, int] = {}
 _holding: dict[UserKey, weakref.WeakSet[HeldTurns]] = {}
 
 
+def hold_next(key: UserKey, schedule: Callable[[int], object]) -> None:
+    """Give a person's turn of ``key``'s user the next mark and ``schedule(mark)`` its hold.
+
+    Both happen under one lock, so turns reach the loop in the order of their marks,
+    whichever threads capture them (any thread).
+    """
+    global _marks
+    with _marks_lock:
+        _marks += 1
+        _uncovered[key] = _marks
+        schedule(_marks)
+
+
 def mark() -> int:
-    """The latest hold so far: a recall starting now releases up to this mark."""
+    """The latest mark so far: a recall starting now releases up to this mark (any thread)."""
     return _marks
 
 
-def release(key: UserKey, upto: int | None) -> None:
-    """A recall for ``key``'s user finished: release what was held before it started.
+def recall_done(key: UserKey, upto: int) -> None:
+    """A recall for ``key``'s user that started at mark ``upto`` finished, was skipped or
+    was abandoned: release, on the loop, what was held before it started (any thread)."""
+    with _marks_lock:
+        latest = _uncovered.get(key)
+        if latest is None:
+            return
+        if latest <= upto:
+            del _uncovered[key]
+        LOOP.call_soon(lambda: release(key, upto))
 
-    ``upto`` None means "everything held so far" (the recall was skipped).
-    """
+
+def release(key: UserKey, upto: int | None) -> None:
+    """Release what ``key``'s user has held at or before mark ``upto`` (None: everything)."""
     limit = _marks if upto is None else upto
     holders = _holding.get(key)
     if holders is None:
@@ -153,5 +182,13 @@ def release(key: UserKey, upto: int | None) -> None:
         del _holding[key]
 
 
-# The parent's held turns belong to a loop that does not exist in the child.
-LOOP.on_fork(_holding.clear)
+def _after_fork() -> None:
+    global _marks_lock
+    # The parent's held turns belong to a loop that does not exist in the child, and its
+    # lock may have been held by a thread the child does not have.
+    _holding.clear()
+    _uncovered.clear()
+    _marks_lock = threading.Lock()
+
+
+LOOP.on_fork(_after_fork)

@@ -5,8 +5,9 @@ memories of other sessions and users over the same connection, and queued captur
 the turns a hook captured are delivered in the background, in order, each batch
 grouped by user and session, and whatever is still queued when the interpreter exits
 is delivered by the core's exit handler within one shared deadline. AutoGen, ag2 1.x
-and Agent Framework all use this one kit; the classic AG2 capability, whose hooks
-cannot await, has the same through :class:`~memorysync_core.SyncUserMemory`.
+and Agent Framework all use this one kit; so does the classic AG2 capability, whose
+hooks cannot await, through :class:`~memorysync_core.SyncUserMemory` (which runs the
+kit on its background loop).
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ class AdapterKit:
         ```
     """
 
-    def __init__(self, settings: AdapterSettings) -> None:
+    def __init__(self, settings: AdapterSettings, *, exit_flush: bool = True) -> None:
+        """``exit_flush=False``: the owner flushes the kit at exit itself (the synchronous
+        face, whose queue lives on its background loop, not on the exiting thread)."""
         if not isinstance(settings, AdapterSettings):
             raise TypeError(f"settings must be an AdapterSettings, got {type(settings).__name__}")
         self.settings = settings
@@ -58,7 +61,9 @@ class AdapterKit:
         self._prefix = settings.surface + "::"
         self._queue: DeliveryQueue | None = None
         self._policy = RetryPolicy()
+        self._exit_flush = exit_flush
         self.outbox = _open_outbox(settings, self.home)
+        self.taken_over = 0  # turns an earlier process left in the outbox, queued here
         self._closed = DeliveryReport()  # what queues closed earlier ended with
 
     def memory_for(self, session_id: str | None = None, user_id: str | None = None) -> UserMemory:
@@ -80,35 +85,53 @@ class AdapterKit:
 
     # ------------------------------------------------------------------ capture
 
-    def submit(self, turns: Iterable[CapturedTurn]) -> int:
+    def submit(self, turns: Iterable[CapturedTurn], *, kept: bool = False) -> int:
         """Queue ``turns`` for background delivery; how many were queued. Never raises.
 
         Must be called on a running event loop; anything else (no loop, a full queue)
         is logged at WARNING and shows in :meth:`report` when the queue saw it.
+        ``kept=True``: the turns are already in the outbox (see :meth:`keep`).
         """
         queued = 0
         try:
             queue = self._ensure_queue()
             for turn in turns:
                 if turn.text:
-                    self._keep(turn)
+                    if not kept:
+                        self.keep(turn)
                     queued += queue.submit(turn)
         except Exception as exc:  # the hot path: log, never raise into the turn
             _logger.warning("capture skipped (%s: %s)", type(exc).__name__, exc)
         return queued
 
+    def resume(self) -> None:
+        """Start delivering: first what an earlier process left in the outbox, if any.
+
+        Called by the first :meth:`submit` or :meth:`flush`; an owner may call it
+        earlier (on a running event loop) so that an earlier process's turns go out
+        before anything is captured.
+        """
+        self._ensure_queue()
+
     def _ensure_queue(self) -> DeliveryQueue:
         queue = self._queue
         if queue is None:
             queue = self._queue = DeliveryQueue(self._deliver, policy=self._policy)
-            track(self)  # again after an aclose(): the kit stays usable
+            if self._exit_flush:
+                track(self)  # again after an aclose(): the kit stays usable
             if self.outbox is not None:
                 # What an earlier process left (or this one released) goes first.
                 for turn in self.outbox.take_over():
-                    queue.submit(turn)
+                    self.taken_over += queue.submit(turn)
         return queue
 
-    def _keep(self, turn: CapturedTurn) -> None:
+    def keep(self, turn: CapturedTurn) -> None:
+        """Write ``turn`` to the outbox now (any thread; nothing without an outbox).
+
+        :meth:`submit` does it; an owner that queues a turn later (the synchronous
+        face holds a person's turn for a moment) keeps it when it is captured, then
+        submits it with ``kept=True``. Never raises: a failed write is a WARNING.
+        """
         outbox = self.outbox
         if outbox is None:
             return

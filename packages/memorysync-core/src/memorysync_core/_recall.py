@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from . import _telemetry as telemetry
+from ._deadline import within
 from ._errors import MemorySyncError, RateLimitError
 from ._render import ContextRenderer, RecalledMemory, parse_memories
-from ._transport import retrieve_error
 
 if TYPE_CHECKING:
     from ._client import MemorySyncAPI
@@ -116,13 +116,9 @@ async def _recall(
 
     loop = asyncio.get_running_loop()
     started = loop.time()
-    steps_task = asyncio.ensure_future(steps())
-    # Cancelled at the budget or with its caller, a request may still end in an error
-    # (the server closing at that moment): read it, so asyncio does not log it.
-    steps_task.add_done_callback(retrieve_error)
     try:
-        # wait_for over ONE task: the budget covers every step, on 3.10 as well.
-        result = await asyncio.wait_for(steps_task, max(budget, 0.0))
+        # One deadline over every step.
+        result = await within(max(budget, 0.0), steps())
         return result, "ok" if result else "empty"
     except asyncio.TimeoutError:
         _logger.warning(

@@ -9,19 +9,20 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import _holds
 from . import _telemetry as telemetry
 from ._adapter import AdapterSettings, ClearScope, check_clear_scope
-from ._background import LOOP, track
-from ._config import resolve_outbox
-from ._delivery import DeliveryQueue, DeliveryReport
+from ._background import CALLER_LOOPS, LOOP, track
+from ._delivery import DeliveryReport
 from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
+from ._kit import AdapterKit
 from ._recall import RecallResult
 from ._render import RecalledMemory
+from ._transport import REQUESTS_MADE
 from ._turns import CapturedTurn, Role
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
 from ._users_data import USERS_DATA_METHODS
@@ -38,6 +39,7 @@ _LOOP_GUARD = 0.5
 # Seconds between a caller returning at its deadline and the cancellation of its late
 # recall on the loop thread (see _after_recall).
 _CLEANUP_DELAY = 0.02
+_HALF_TICK = 0.0005
 
 
 @dataclass
@@ -45,47 +47,60 @@ class _LoopState:
     """What lives on one generation of the background loop (re-created after fork)."""
 
     generation: int
-    memory: UserMemory
-    queue: DeliveryQueue
+    kit: AdapterKit  # the queue (and outbox) every adapter's capture goes through
     held: HeldTurns
     warming: asyncio.Task[None] | None = None
+
+    @property
+    def memory(self) -> UserMemory:
+        """The user's memory in the settings' session."""
+        return self.kit.home
 
     async def flush(self, timeout: float) -> None:
         """Release the held turns and wait up to ``timeout`` seconds for the queue."""
         self.held.release()  # flushing means delivering now
-        await self.queue.flush(timeout)
+        await self.kit.flush(timeout)
 
     async def aclose(self, timeout: float) -> None:
         """Flush for up to ``timeout`` seconds, stop the queue, release the connection."""
-        self.held.release()
-        await self.queue.aclose(timeout)
+        await self.flush(timeout)
         warming = self.warming
         if warming is not None and not warming.done():
             # Closing the client under an in-flight warm-up would strand its socket: let it
             # finish (it never raises), within the same bound as the flush.
             await asyncio.wait({warming}, timeout=max(timeout, 0.1))
             warming.cancel()
-        await self.memory.aclose()
+        await self.kit.aclose(0.0)  # flushed above; what is left stays in the outbox
 
 
 class _Slot:
-    """Holds a memory's loop state, so a finalizer can reach it without the memory."""
+    """Holds a memory's loop state and its kit of this process generation (its
+    ``home`` memory also serves recalls on the callers' own loops), so that a finalizer
+    can reach them without the memory."""
 
-    state: _LoopState | None = None
+    def __init__(self, kit: AdapterKit) -> None:
+        self.state: _LoopState | None = None
+        self.home = (LOOP.generation, kit)
+
+    async def aclose(self, timeout: float) -> None:
+        """Close the state of this generation, or only the kit when it has none."""
+        state = self.state
+        generation, kit = self.home
+        if state is not None and state.generation == LOOP.generation:
+            await state.aclose(timeout)
+        elif generation == LOOP.generation:
+            await kit.aclose(0.0)  # recalls on callers' loops only: their clients
+
+
+# A parent's kits in a forked child: their outbox connection is the parent's, never to be
+# used or closed here; kept so that collecting them closes nothing.
+_INHERITED: list[AdapterKit] = []
 
 
 def _abandon(slot: _Slot) -> None:
     """A memory was collected without ``close()``: release its state on the loop."""
-    state, slot.state = slot.state, None
-    if state is None or state.generation != LOOP.generation or not LOOP.running:
-        return
-    LOOP.submit(state.aclose(1.0)).add_done_callback(_consume)
-
-
-class _Ticket:
-    """The hold mark taken when a recall started (None: it never started)."""
-
-    mark: int | None = None
+    if LOOP.running:
+        LOOP.submit(slot.aclose(1.0)).add_done_callback(_consume)
 
 
 class SyncUserMemory:
@@ -103,12 +118,20 @@ class SyncUserMemory:
       from that message;
     - :meth:`recall` (or :meth:`arecall` inside a caller's event loop) returns within
       ``recall_timeout`` seconds, one deadline from the call to the return, and never
-      raises;
+      raises. A caller thread without an event loop of its own recalls on a private loop
+      of that thread (no hand-over to the background loop, see ``CallerLoops``), unless
+      the settings give a ``transport``;
     - :meth:`search`, :meth:`save` and :meth:`clear` block and raise typed errors;
     - :meth:`flush` and :meth:`close` return a :class:`DeliveryReport`.
 
-    After ``os.fork`` the child gets its own loop and connection; at interpreter exit
-    the live memories are flushed for a bounded time.
+    Captured turns go through the core's :class:`~memorysync_core.adapters.AdapterKit`
+    like every adapter's: with an ``outbox`` (the setting or ``MEMORYSYNC_OUTBOX``) each
+    one is written to that file when it is captured, in the capturing thread, and the
+    turns an earlier process left there are delivered first, from the first use of the
+    background loop (``warm_up``, a capture, ``flush`` or ``close``).
+
+    After ``os.fork`` the child gets its own loop, connection and outbox handle; at
+    interpreter exit the live memories are flushed for a bounded time.
 
     Args:
         settings: The validated settings (``AdapterSettings.build``).
@@ -133,9 +156,10 @@ class SyncUserMemory:
     ) -> None:
         if not isinstance(settings, AdapterSettings):
             raise TypeError(f"settings must be AdapterSettings, got {type(settings).__name__}")
-        first = settings.open()  # validates user, session, top_k, recall_timeout, key
+        # Validates user, session, top_k, recall_timeout, the key and the outbox.
+        kit = AdapterKit(settings, exit_flush=False)  # flushed at exit by this memory
+        first = kit.home
         self._settings = settings
-        self._first: UserMemory | None = first
         self._scope = first.scope
         self._key: UserKey = (
             first.api.base_url,
@@ -144,7 +168,7 @@ class SyncUserMemory:
             settings.user_id,
         )
         self._recalls = recalls
-        self._slot = _Slot()  # its state is touched on the background loop only
+        self._slot = _Slot(kit)  # its state is touched on the background loop only
         finalizer = weakref.finalize(self, _abandon, self._slot)
         # The exit handler flushes live memories instead (``atexit`` is a documented,
         # writable attribute that typeshed lists as read-only).
@@ -158,14 +182,6 @@ class SyncUserMemory:
         self._captured = (LOOP.generation, 0)
         RECALLERS.add(self._key, self)
         track(self)
-        outbox = resolve_outbox(settings.outbox)
-        if outbox is not None:
-            # Not built yet for the synchronous face: say so instead of pretending.
-            _logger.warning(
-                "the outbox %s is not used by SyncUserMemory (the AG2-classic capability): "
-                "its captured turns are queued in memory only",
-                outbox,
-            )
 
     # ------------------------------------------------------------------ attributes
 
@@ -217,18 +233,21 @@ class SyncUserMemory:
             generation, count = self._captured
             current = LOOP.generation
             self._captured = (current, count + 1 if generation == current else 1)
+        self._kit().keep(turn)  # in the outbox before this returns (none: nothing)
         # A person's words feed fact extraction: held until the reply they prompt has
         # recalled (see _holds), so that recall never finds them.
         budget = RECALLERS.budget(self._key) if role == "user" else None
-        LOOP.call_soon(lambda: self._enqueue(turn, budget))
-        return turn
-
-    def _enqueue(self, turn: CapturedTurn, budget: float | None) -> None:
-        held = self._state().held
         if budget is None:
-            held.add(turn)
+            LOOP.call_soon(lambda: self._state().held.add(turn))
         else:
-            held.hold(self._key, turn, budget + HOLD_MARGIN)
+            key, timeout = self._key, budget + HOLD_MARGIN
+            _holds.hold_next(
+                key,
+                lambda mark: LOOP.call_soon(
+                    lambda: self._state().held.hold(key, turn, timeout, mark)
+                ),
+            )
+        return turn
 
     # ------------------------------------------------------------------ recall
 
@@ -243,73 +262,120 @@ class SyncUserMemory:
         the background loop's own thread it returns EMPTY at once (it cannot block).
         """
         deadline = time.monotonic() + self._settings.recall_timeout
-        ticket = _Ticket()
+        mark = _holds.mark()  # the turns captured before this reply was asked for
         future: concurrent.futures.Future[RecallResult] | None = None
         try:
             if not self._wants_recall(prompt) or LOOP.in_loop_thread():
                 return RecallResult.EMPTY
             assert prompt is not None
+            own = self._own_loop()
+            if own is not None:
+                return self._recall_here(own, prompt, deadline)
             context = telemetry.capture_context()
-            future = LOOP.submit(self._recall(prompt, ticket, deadline, context))
+            future = LOOP.submit(self._recall(prompt, deadline, context))
             try:
                 return future.result(timeout=max(deadline - time.monotonic(), 0.0))
             except concurrent.futures.TimeoutError:
                 return RecallResult.EMPTY
+        except Exception as exc:  # never raises (a private loop that failed, say)
+            _recall_logger.warning("recall failed: %s", type(exc).__name__)
+            return RecallResult.EMPTY
         finally:
-            self._after_recall(ticket, future)
+            self._after_recall(mark, future)
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop | None:
+        """This thread's private loop, when a recall may run on it (see ``CallerLoops``).
+
+        Not with a given transport (the embedded server, a test's): it may hold
+        connections, which belong to the loop that opened them (the background one).
+        """
+        # The first request of a process imports httpx's async backend (a fifth of a
+        # second on a busy machine), which no caller's loop could interrupt: until one
+        # has ended, recalls wait on the background loop, where the caller keeps its
+        # deadline to the millisecond whatever that loop is doing.
+        if self._settings.transport is not None or not REQUESTS_MADE.is_set():
+            return None
+        return CALLER_LOOPS.here()
+
+    def _recall_here(
+        self, loop: asyncio.AbstractEventLoop, prompt: str, deadline: float
+    ) -> RecallResult:
+        """Recall on this thread's own loop, left at the deadline without waiting for it.
+
+        A late recall is cancelled, and its cancellation (closing its connection, say)
+        runs on the loop's next turn: returning at the deadline costs no clean-up.
+        """
+        # The loop runs until the recall is done or the deadline comes, whichever first
+        # (no waiting task of its own: the hot path is one recall's loop turns). The
+        # recall's own deadline is a backstop only.
+        guard = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
+        task = loop.create_task(self._memory().recall(prompt, timeout=guard))
+        this_run = [True]
+
+        def done(_: object) -> None:
+            if this_run[0]:  # not a later run of the loop, if it completes after this one
+                loop.stop()
+
+        task.add_done_callback(done)
+        # The selector counts whole milliseconds and rounds a wait up: asking for half a
+        # millisecond less centres the wake-up on the deadline instead of after it.
+        timer = loop.call_later(max(deadline - time.monotonic() - _HALF_TICK, 0.0), loop.stop)
+        try:
+            loop.run_forever()
+        finally:
+            this_run[0] = False
+            timer.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        self._over_budget()
+        return RecallResult.EMPTY
 
     async def arecall(self, prompt: str | None) -> RecallResult:
         """:meth:`recall` for a caller inside its own event loop, which keeps running."""
         deadline = time.monotonic() + self._settings.recall_timeout
-        ticket = _Ticket()
+        mark = _holds.mark()
         future: concurrent.futures.Future[RecallResult] | None = None
         try:
             if not self._wants_recall(prompt):
                 return RecallResult.EMPTY
             assert prompt is not None
             context = telemetry.capture_context()
-            future = LOOP.submit(self._recall(prompt, ticket, deadline, context))
+            future = LOOP.submit(self._recall(prompt, deadline, context))
             waiting = asyncio.wrap_future(future)
             await asyncio.wait({waiting}, timeout=max(deadline - time.monotonic(), 0.0))
             if waiting.done():
                 return waiting.result()
-            # Unhooked from the caller's loop now (that loop may end before the recall).
+            # Unhooked from the caller's loop now (that loop may end before the recall);
+            # this cancels the recall on the background loop too.
             waiting.cancel()
             self._over_budget()
             return RecallResult.EMPTY
         finally:
-            self._after_recall(ticket, future)
+            self._after_recall(mark, future)
 
     def _after_recall(
-        self, ticket: _Ticket, future: concurrent.futures.Future[RecallResult] | None
+        self, mark: int, future: concurrent.futures.Future[RecallResult] | None
     ) -> None:
         """The recall finished, was skipped or ran out of time: let held turns go.
 
-        A late recall is logged here and cancelled a moment after its caller returned,
-        so that the loop thread does not take the interpreter lock from a caller that is
-        returning at its deadline.
+        A recall late on the background loop is logged here and cancelled a moment after
+        its caller returned, so that the loop thread does not take the interpreter lock
+        from a caller that is returning at its deadline.
         """
         key = self._key
-        late = future is not None and not future.done()
-        if late:
-            self._over_budget()
+        if future is None or future.done():
+            _holds.recall_done(key, mark)  # wakes the loop only when turns are held
+            return
+        self._over_budget()
 
         def cleanup() -> None:
-            if late and future is not None:
-                future.cancel()
-            _holds.release(key, ticket.mark)
+            future.cancel()
+            _holds.recall_done(key, mark)
 
-        if late:
-            LOOP.call_soon(lambda: asyncio.get_running_loop().call_later(_CLEANUP_DELAY, cleanup))
-        else:
-            LOOP.call_soon(cleanup)
+        LOOP.call_soon(lambda: asyncio.get_running_loop().call_later(_CLEANUP_DELAY, cleanup))
 
-    async def _recall(
-        self, prompt: str, ticket: _Ticket, deadline: float, context: object | None
-    ) -> RecallResult:
-        # Captures reach the loop in order, so every turn held before this point was
-        # captured before this reply's message was answered: release those only.
-        ticket.mark = _holds.mark()
+    async def _recall(self, prompt: str, deadline: float, context: object | None) -> RecallResult:
         # The caller enforces the deadline (and cancels this at it); the loop side only
         # must not outlive it if the caller is gone.
         timeout = max(deadline - time.monotonic(), 0.0) + _LOOP_GUARD
@@ -346,9 +412,16 @@ class SyncUserMemory:
             )
         )
 
-    def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
-        """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure."""
-        return self._call(lambda state: state.memory.save(text, metadata=metadata))
+    def save(
+        self, text: str, *, metadata: Mapping[str, Any] | None = None, verbatim: bool = False
+    ) -> SaveOutcome:
+        """Offer ``text`` as a fact; the server decides whether it is kept. Raises on failure.
+
+        ``verbatim=True``: stored as one memory exactly as given (``UserMemory.save``).
+        """
+        return self._call(
+            lambda state: state.memory.save(text, metadata=metadata, verbatim=verbatim)
+        )
 
     def clear(self, scope: ClearScope | None = None) -> ClearResult:
         """Delete this session's memories and transcript (``"user"``: all the user's).
@@ -384,6 +457,8 @@ class SyncUserMemory:
 
         if not self._closed:
             LOOP.submit(warm()).add_done_callback(_consume)
+            # Attaching is a good moment to close the loops of threads that ended.
+            CALLER_LOOPS.settle(patience=0.1)
 
     # ------------------------------------------------------------------ delivery
 
@@ -397,9 +472,11 @@ class SyncUserMemory:
             return DeliveryReport()
         if state is None or state.generation != generation:
             return DeliveryReport(pending=captured)
-        done = state.queue.report()
+        done = state.kit.report()
         settled = done.delivered + done.refused
-        return DeliveryReport(done.delivered, done.refused, captured - settled, done.reasons)
+        # Turns an earlier process left in the outbox count once this one queued them.
+        pending = captured + state.kit.taken_over - settled
+        return DeliveryReport(done.delivered, done.refused, pending, done.reasons)
 
     def flush(self, timeout: float = 10.0) -> DeliveryReport:
         """Deliver held turns now and wait up to ``timeout`` seconds for the queue.
@@ -420,9 +497,7 @@ class SyncUserMemory:
             return self.report()
 
     async def _flush(self, timeout: float) -> DeliveryReport:
-        state = self._slot.state
-        if state is not None and state.generation == LOOP.generation:
-            await state.flush(timeout)
+        await self._state().flush(timeout)  # takes over what an outbox holds, if any
         return self.report()
 
     def close(self, timeout: float = 10.0) -> DeliveryReport:
@@ -446,15 +521,16 @@ class SyncUserMemory:
         except concurrent.futures.TimeoutError:
             future.cancel()
             report = self.report()
+        CALLER_LOOPS.settle()  # this thread's client on its own loop closes there
         self._final = report
         if report.pending:
             _logger.warning("closed with %s captured turns undelivered", report.pending)
         return report
 
     async def _aclose(self, timeout: float) -> DeliveryReport:
-        state = self._slot.state
-        if state is not None and state.generation == LOOP.generation:
-            await state.aclose(timeout)
+        if self._kit().outbox is not None:
+            self._state()  # closing flushes: what an earlier process left, too
+        await self._slot.aclose(timeout)
         report = self.report()
         self._slot.state = None
         return report
@@ -475,23 +551,33 @@ class SyncUserMemory:
 
     # ------------------------------------------------------------------ plumbing
 
+    def _kit(self) -> AdapterKit:
+        """The kit of this process generation (any thread)."""
+        generation, kit = self._slot.home
+        if generation == LOOP.generation:
+            return kit
+        with self._close_lock:
+            if self._slot.home[0] != LOOP.generation:  # after a fork: the child's own
+                _INHERITED.append(self._slot.home[1])
+                self._slot.home = (LOOP.generation, AdapterKit(self._settings, exit_flush=False))
+            return self._slot.home[1]
+
+    def _memory(self) -> UserMemory:
+        """The memory of this process generation (any thread)."""
+        return self._kit().home
+
     def _state(self) -> _LoopState:
         """This memory's state on the current loop generation (loop thread only)."""
         state = self._slot.state
         generation = LOOP.generation
         if state is not None and state.generation == generation:
             return state
-        memory = self._first
-        self._first = None
-        if memory is None:  # after a fork: a fresh client for the child's loop
-            memory = self._settings.open()
-
-        async def deliver(turns: Sequence[CapturedTurn]) -> None:
-            await memory.record_turns(turns)
-
-        queue = DeliveryQueue(deliver)
-        state = _LoopState(generation, memory, queue, HeldTurns(queue.submit))
+        kit = self._kit()
+        # Kept in the outbox when captured: the held turns are submitted as kept.
+        held = HeldTurns(lambda turn: kit.submit([turn], kept=True))
+        state = _LoopState(generation, kit, held)
         self._slot.state = state
+        kit.resume()  # an earlier process's turns go before this one's
         track(self)
         return state
 

@@ -6,6 +6,8 @@ import asyncio
 import email.utils
 import json as jsonlib
 import math
+import ssl
+import threading
 import time
 import weakref
 from collections.abc import Mapping
@@ -15,6 +17,7 @@ from typing import Any
 import httpx
 
 from . import _telemetry as telemetry
+from ._deadline import within
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -63,11 +66,31 @@ def acquire_client(
     key = _pool_key(base_url, api_key, transport)
     entry = pool.get(key)
     if entry is None or entry.client.is_closed:
-        client = httpx.AsyncClient(transport=transport, follow_redirects=False)
+        if transport is None:
+            client = httpx.AsyncClient(verify=_tls_context(), follow_redirects=False)
+        else:
+            client = httpx.AsyncClient(transport=transport, follow_redirects=False)
         entry = _Entry(client=client, refs=0, transport=transport)
         pool[key] = entry
     entry.refs += 1
     return entry.client
+
+
+_TLS: list[ssl.SSLContext | bool] = []
+
+
+def _tls_context() -> ssl.SSLContext | bool:
+    """One TLS context for every client of the process, as httpx builds it by default.
+
+    Building one loads the CA bundle: tens of milliseconds of CPU, holding the
+    interpreter lock, for each client (each event loop, each key). Shared, only the first
+    client pays. ``True`` (a context per client) on httpx releases before 0.28, which
+    have no public way to build it.
+    """
+    if not _TLS:
+        make = getattr(httpx, "create_ssl_context", None)
+        _TLS.append(make() if make is not None else True)
+    return _TLS[0]
 
 
 def release_client(
@@ -186,6 +209,9 @@ def _decode_json(response: httpx.Response) -> object:
 
 _NOT_JSON = object()
 
+# Set when the first request of the process has ended, however: its lazy imports are done.
+REQUESTS_MADE = threading.Event()
+
 
 def status_error(
     response: httpx.Response, *, method: str, route: str, secret: str
@@ -288,8 +314,7 @@ async def send(
             timeout=timeout,
         )
         try:
-            # wait_for over the one request: the deadline holds on 3.10 as well.
-            response = await asyncio.wait_for(request, timeout)
+            response = await within(timeout, request)
         except asyncio.TimeoutError as exc:
             raise APITimeoutError(
                 f"{method} {route} -> timeout: no complete answer within {timeout:g} s",
@@ -297,6 +322,8 @@ async def send(
             ) from exc
         except httpx.HTTPError as exc:
             raise transport_error(exc, method=method, route=route, secret=secret) from exc
+        finally:
+            REQUESTS_MADE.set()
         current.set_attribute("http.response.status_code", response.status_code)
         request_id = response.headers.get("x-request-id")
         if request_id:
@@ -304,12 +331,3 @@ async def send(
         if not response.is_success:
             raise status_error(response, method=method, route=route, secret=secret)
         return decode_body(response, method=method, route=route, secret=secret)
-
-
-def retrieve_error(task: asyncio.Future[Any]) -> None:
-    """Done callback: read a task's error so asyncio does not log it as never retrieved.
-
-    For tasks whose waiters may all be gone (cancelled callers, a budget that ran out).
-    """
-    if not task.cancelled():
-        task.exception()

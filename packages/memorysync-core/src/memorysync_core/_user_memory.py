@@ -17,7 +17,7 @@ from ._operation import operation
 from ._recall import RecallResult, recall_within_budget
 from ._render import ContextRenderer, RecalledMemory, parse_memories
 from ._retry import RetryPolicy, call_with_retries
-from ._seeds import fnv1a64, sendable_text, truncate_text
+from ._seeds import MAX_TEXT_CHARS, fnv1a64, sendable_text, truncate_text
 from ._turns import CapturedTurn, Role
 from ._users_data import ForgetReport, ImportReport, MemoryPage
 from ._window import Moment, TimeWindow
@@ -249,17 +249,35 @@ class UserMemory:
 
     @telemetry.explicit_call("memorysync.save")
     @operation("save a memory")
-    async def save(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> SaveOutcome:
+    async def save(
+        self, text: str, *, metadata: Mapping[str, Any] | None = None, verbatim: bool = False
+    ) -> SaveOutcome:
         """Offer ``text`` as a fact (``/memory/add``); the server decides whether it is kept.
 
-        The ``client_ref`` is derived from the scope and the text, so saving the same
-        text again in this session is recognised instead of stored twice.
+        ``verbatim=True`` stores ``text`` as one memory exactly as given: no extraction,
+        no low-value filter, not even stripped (a ``memorysync-local`` extension of the
+        route; a server without it answers 422, a ``ValidationError``). A verbatim text
+        over 16,000 characters is a ``ValueError``: it cannot be stored as given.
+
+        The ``client_ref`` is derived from the scope and the text (and whether it is
+        verbatim), so saving the same text again in this session is recognised instead
+        of stored twice.
         """
-        # Cut at a sentence end when too long: half a sentence can be a wrong fact.
-        normalized = sendable_text(text)
+        if not isinstance(verbatim, bool):
+            raise ValueError(f"verbatim must be True or False, got {verbatim!r}")
+        if not verbatim:
+            # Cut at a sentence end when too long: half a sentence can be a wrong fact.
+            normalized = sendable_text(text)
+        elif not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
+            raise ValueError(
+                f"a verbatim text must be a string of at most {MAX_TEXT_CHARS} characters"
+            )
+        else:
+            normalized = text if text.strip() else ""
         if not normalized:
             raise ValueError("text must be a non-empty string")
-        client_ref = f"{self._surface}:{fnv1a64(self._scope + chr(0) + normalized)}"
+        marker = "verbatim" + chr(0) if verbatim else ""
+        client_ref = f"{self._surface}:{fnv1a64(marker + self._scope + chr(0) + normalized)}"
         extra = _scalar_metadata(metadata)
         answer = await call_with_retries(
             lambda: self._api.add_memory(
@@ -269,6 +287,7 @@ class UserMemory:
                 session_id=self._scope,
                 metadata=extra or None,
                 client_ref=client_ref,
+                verbatim=verbatim,
             ),
             self.retry,
         )

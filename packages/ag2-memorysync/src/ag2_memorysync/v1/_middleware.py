@@ -187,9 +187,14 @@ class MemorySyncMiddleware(UsersDataMethods):
         said in that window); raises the core's typed errors."""
         return await self._home.search(query, k=k, min_score=min_score, since=since, until=until)
 
-    async def save(self, text: str, *, session_id: str | None = None) -> SaveOutcome:
-        """Offer ``text`` as a fact about the user; the outcome says whether it was kept."""
-        return await self.memory(session_id).save(text)
+    async def save(
+        self, text: str, *, session_id: str | None = None, verbatim: bool = False
+    ) -> SaveOutcome:
+        """Offer ``text`` as a fact about the user; the outcome says whether it was kept.
+
+        ``verbatim=True`` stores ``text`` as one memory exactly as given, without
+        extraction (``memorysync-local``; see docs/ag2-v1.md)."""
+        return await self.memory(session_id).save(text, verbatim=verbatim)
 
     async def clear(
         self, scope: ClearScope | None = None, *, session_id: str | None = None

@@ -313,6 +313,11 @@ class MemorySyncAPI:
                 exc.__cause__
             )
 
+    async def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST route`` with ``body``; the JSON object it answers."""
+        answer = await self._request("POST", route, json=body)
+        return _expect_dict(answer, method="POST", route=route)
+
     # ----------------------------------------------------------------- tenant
 
     @operation("resolve the tenant")
@@ -408,8 +413,7 @@ class MemorySyncAPI:
             occurred_at=occurred_at,
             metadata=dict(metadata) if metadata is not None else None,
         )
-        answer = await self._request("POST", "/v1/memory/add_turn", json=body)
-        return _expect_dict(answer, method="POST", route="/v1/memory/add_turn")
+        return await self._post("/v1/memory/add_turn", body)
 
     @operation("recall")
     async def recall(
@@ -427,18 +431,9 @@ class MemorySyncAPI:
         ``since`` / ``until`` (a time-zone-aware datetime or ISO 8601 string) ask for the
         memories said in that window; an extension, sent only when set.
         """
-        _require_text("user_id", user_id)
-        _require_text("prompt", prompt)
-        _require_k("k", k)
-        window = TimeWindow.of(since, until)
-        tenant = await self.resolve_tenant_id()
-        body = _put(
-            {"tenant_id": tenant, "user_id": user_id, "prompt": prompt, **window.fields()},
-            k=k,
-            types=list(types) if types is not None else None,
+        return await self._prompted(
+            "/v1/memory/recall", user_id, prompt, k=k, types=types, since=since, until=until
         )
-        answer = await self._request("POST", "/v1/memory/recall", json=body)
-        return _expect_dict(answer, method="POST", route="/v1/memory/recall")
 
     @operation("search memories")
     async def query(
@@ -452,16 +447,33 @@ class MemorySyncAPI:
     ) -> dict[str, Any]:
         """``POST /v1/memory/query``: plain semantic search, ``{"memories": [...]}``;
         ``since`` / ``until`` as for :meth:`recall`."""
+        return await self._prompted(
+            "/v1/memory/query", user_id, prompt, k=k, since=since, until=until
+        )
+
+    async def _prompted(
+        self,
+        route: str,
+        user_id: str,
+        prompt: str,
+        *,
+        k: int | None,
+        since: Moment | None,
+        until: Moment | None,
+        types: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """``recall`` and ``query``: the same checks and body (``types`` for recall only)."""
         _require_text("user_id", user_id)
         _require_text("prompt", prompt)
         _require_k("k", k)
         window = TimeWindow.of(since, until)
         tenant = await self.resolve_tenant_id()
         body = _put(
-            {"tenant_id": tenant, "user_id": user_id, "prompt": prompt, **window.fields()}, k=k
+            {"tenant_id": tenant, "user_id": user_id, "prompt": prompt, **window.fields()},
+            k=k,
+            types=list(types) if types is not None else None,
         )
-        answer = await self._request("POST", "/v1/memory/query", json=body)
-        return _expect_dict(answer, method="POST", route="/v1/memory/query")
+        return await self._post(route, body)
 
     @operation("list memories")
     async def list_memories(
@@ -625,8 +637,7 @@ class MemorySyncAPI:
             },
             metadata=dict(metadata) if metadata is not None else None,
         )
-        answer = await self._request("POST", "/v1/history/append", json=body)
-        return _expect_dict(answer, method="POST", route="/v1/history/append")
+        return await self._post("/v1/history/append", body)
 
     @operation("list the history")
     async def list_history(
@@ -643,8 +654,7 @@ class MemorySyncAPI:
             source=source,
         )
         body["limit"] = limit
-        answer = await self._request("POST", "/v1/history/list", json=body)
-        return _expect_dict(answer, method="POST", route="/v1/history/list")
+        return await self._post("/v1/history/list", body)
 
     @operation("delete history")
     async def delete_history(
@@ -672,8 +682,7 @@ class MemorySyncAPI:
             source=source,
         )
         body["delete_derived_facts"] = delete_derived_facts
-        answer = await self._request("POST", "/v1/history/delete", json=body)
-        return _expect_dict(answer, method="POST", route="/v1/history/delete")
+        return await self._post("/v1/history/delete", body)
 
 
 def _close_on_loop(loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -> None:

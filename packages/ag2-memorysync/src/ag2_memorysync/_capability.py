@@ -24,7 +24,7 @@ from memorysync_core import (
     SaveOutcome,
     SyncUserMemory,
 )
-from memorysync_core.adapters import SyncUsersDataMethods
+from memorysync_core.adapters import AdapterAttributes, SyncUsersDataMethods
 
 from ._content import utterance_text
 from ._injection import (
@@ -47,7 +47,9 @@ Capture = Literal["both", "sent", "received"]
 _SURFACE = "ag2"
 
 
-class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, forget_user...
+class MemorySyncCapability(
+    AdapterAttributes, SyncUsersDataMethods
+):  # + list_memories, export, forget_user...
     """Long-term memory for AG2 agents: recall before each reply, capture of every turn.
 
     Attach it to any agents of a chat with :meth:`add_to_agent`. From then on:
@@ -119,16 +121,6 @@ class MemorySyncCapability(SyncUsersDataMethods):  # + list_memories, export, fo
         self._warned: set[str] = set()
 
     # ------------------------------------------------------------------ attributes
-
-    @property
-    def settings(self) -> AdapterSettings:
-        """Every setting, validated (``memorysync_core.AdapterSettings``; no key in repr)."""
-        return self._settings
-
-    @property
-    def user_id(self) -> str:
-        """The end user the memories belong to."""
-        return self._settings.user_id
 
     @property
     def session_id(self) -> str:

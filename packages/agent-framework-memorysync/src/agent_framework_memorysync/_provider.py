@@ -20,7 +20,12 @@ from memorysync_core import (
     SaveOutcome,
     UserMemory,
 )
-from memorysync_core.adapters import AdapterKit, UsersDataMethods, check_clear_scope
+from memorysync_core.adapters import (
+    AdapterAttributes,
+    AdapterKit,
+    UsersDataMethods,
+    check_clear_scope,
+)
 
 from ._turns import latest_user_text, person_turns, reply_text
 
@@ -30,7 +35,7 @@ SURFACE = "agent-framework"
 RUN_USER_OPTION = "memorysync_user_id"
 
 
-class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
+class MemorySyncContextProvider(ContextProvider, AdapterAttributes, UsersDataMethods):
     """An Agent Framework ``ContextProvider`` that recalls what a user told your agents.
 
     ``before_run`` recalls for the latest user message of the run's input, within
@@ -99,16 +104,6 @@ class MemorySyncContextProvider(ContextProvider, UsersDataMethods):
         self._fixed_session = session_id
 
     # -- settings ----------------------------------------------------------------------
-
-    @property
-    def settings(self) -> AdapterSettings:
-        """The validated settings (``memorysync_core.AdapterSettings``)."""
-        return self._settings
-
-    @property
-    def user_id(self) -> str:
-        """The default end user (a run's ``options["memorysync_user_id"]`` overrides it)."""
-        return self._settings.user_id
 
     @property
     def session_id(self) -> str | None:

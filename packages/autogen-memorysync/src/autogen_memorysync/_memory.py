@@ -31,7 +31,7 @@ from memorysync_core import (
     SaveOutcome,
     UserMemory,
 )
-from memorysync_core.adapters import AdapterKit, UsersDataMethods
+from memorysync_core.adapters import AdapterAttributes, AdapterKit, UsersDataMethods
 
 from ._config import MemorySyncMemoryConfig
 from ._injection import (
@@ -52,7 +52,9 @@ _USER_ROLES = frozenset({"user", "human"})
 _T = TypeVar("_T")
 
 
-class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMethods):
+class MemorySyncMemory(
+    Memory, Component[MemorySyncMemoryConfig], AdapterAttributes, UsersDataMethods
+):
     """An AutoGen ``Memory`` that recalls what a user told your agents, in any session.
 
     Before every model call ``AssistantAgent`` calls :meth:`update_context`: the last
@@ -125,16 +127,6 @@ class MemorySyncMemory(Memory, Component[MemorySyncMemoryConfig], UsersDataMetho
         self._placed: WeakKeyDictionary[ChatCompletionContext, LLMMessage] = WeakKeyDictionary()
 
     # -- readable settings -------------------------------------------------------------
-
-    @property
-    def settings(self) -> AdapterSettings:
-        """Every setting, validated (``memorysync_core.AdapterSettings``; no key in repr)."""
-        return self._settings
-
-    @property
-    def user_id(self) -> str:
-        """End user the memories belong to."""
-        return self._memory.user_id
 
     @property
     def session_id(self) -> str:

@@ -31,6 +31,23 @@ from ._user_memory import UserMemory
 _logger = logging.getLogger("memorysync.delivery")
 
 
+class AdapterAttributes:
+    """``settings`` and ``user_id``, as every adapter shows them, read from the
+    :class:`~memorysync_core.AdapterSettings` the adapter holds as ``self._settings``."""
+
+    _settings: AdapterSettings
+
+    @property
+    def settings(self) -> AdapterSettings:
+        """Every setting, validated (``memorysync_core.AdapterSettings``; no key in repr)."""
+        return self._settings
+
+    @property
+    def user_id(self) -> str:
+        """The end user the memories belong to."""
+        return self._settings.user_id
+
+
 class AdapterKit:
     """One adapter instance's memories and queued capture.
 

@@ -6,6 +6,7 @@ the reports, the errors). A framework adapter is built from these:
 - :class:`AdapterKit`: one adapter instance's memories (any session, any user, over
   one connection) and queued capture: ordered background delivery grouped by session,
   its :class:`~memorysync_core.DeliveryReport`, and the flush at interpreter exit;
+- :class:`AdapterAttributes`: the ``settings`` and ``user_id`` every adapter shows;
 - :class:`CapturedTurn` and :class:`DeliveryQueue`: a captured turn with its fixed
   retry identity, and the queue that delivers turns in order with retries;
 - the idempotency seeds of the contract and the capture ids;
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from ._adapter import check_clear_scope
 from ._delivery import DeliveryQueue
-from ._kit import AdapterKit
+from ._kit import AdapterAttributes, AdapterKit
 from ._recall import recall_within_budget
 from ._retry import call_with_retries
 from ._seeds import (
@@ -49,6 +50,7 @@ from ._users_data import SyncUsersDataMethods, UsersDataMethods
 __all__ = [
     "MAX_TEXT_CHARS",
     "TOOL_TEXTS",
+    "AdapterAttributes",
     "AdapterKit",
     "CapturedTurn",
     "DeliveryQueue",

@@ -26,7 +26,13 @@ from memorysync_core import (
     SaveOutcome,
     UserMemory,
 )
-from memorysync_core.adapters import AdapterKit, CapturedTurn, UsersDataMethods, check_clear_scope
+from memorysync_core.adapters import (
+    AdapterAttributes,
+    AdapterKit,
+    CapturedTurn,
+    UsersDataMethods,
+    check_clear_scope,
+)
 
 if TYPE_CHECKING:
     from ag2 import Context, Toolkit
@@ -56,7 +62,7 @@ def latest_human_text(events: Sequence[BaseEvent]) -> str:
     return ""
 
 
-class MemorySyncMiddleware(UsersDataMethods):
+class MemorySyncMiddleware(AdapterAttributes, UsersDataMethods):
     """Long-term memory for an ``ag2`` 1.x ``Agent``: a middleware factory.
 
     List it in ``Agent(..., middleware=[memory])`` (or pass it to one ``ask``). Then:
@@ -110,16 +116,6 @@ class MemorySyncMiddleware(UsersDataMethods):
         self._session_id = session_id
         self._kit = AdapterKit(self._settings)  # one client, shared by every session
         self._home = self._kit.home
-
-    @property
-    def settings(self) -> AdapterSettings:
-        """Every setting, validated (``memorysync_core.AdapterSettings``; no key in repr)."""
-        return self._settings
-
-    @property
-    def user_id(self) -> str:
-        """The end user the memories belong to."""
-        return self._settings.user_id
 
     @property
     def session_id(self) -> str | None:

@@ -25,6 +25,14 @@ def test_save_then_search_round_trips_through_the_server(fake_server, make_capab
     assert body["client_ref"].startswith("ag2:")
 
 
+def test_search_keeps_the_capabilitys_min_score_unless_given_one(fake_server, make_capability):
+    fake_server.seed_memory("alice", "Lives in Lisbon", score=0.9)
+    fake_server.seed_memory("alice", "Has a cat", score=0.2)
+    memory = make_capability(fake_server, min_score=0.5)
+    assert [m.text for m in memory.search("where")] == ["Lives in Lisbon"]
+    assert len(memory.search("where", min_score=0.0)) == 2
+
+
 def test_explicit_calls_raise_typed_errors(fake_server, make_capability):
     memory = make_capability(fake_server, tenant_id="t")
     fake_server.set_default("/memory/add", Fault.status(422, {"detail": "text too short"}))

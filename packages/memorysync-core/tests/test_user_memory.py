@@ -94,6 +94,21 @@ async def test_search_filters_by_min_score(fake_server: FakeServer, memory: User
     assert fake_server.requests_to("/v1/memory/query")[0].json["k"] == memory.top_k
 
 
+async def test_search_drops_what_the_renderers_min_score_drops_unless_told_otherwise(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.seed_memory("ann", "Lives in Lisbon", score=0.9)
+    fake_server.seed_memory("ann", "Has a cat", score=0.2)
+    api = MemorySyncAPI(API_KEY, base_url=fake_server.base_url)
+    memory = UserMemory(
+        api, user_id="ann", session_id="s", surface="ag2", renderer=ContextRenderer(min_score=0.5)
+    )
+    assert [m.text for m in await memory.search("where")] == ["Lives in Lisbon"]
+    everything = await memory.search("where", min_score=0.0)
+    assert sorted(m.text for m in everything) == ["Has a cat", "Lives in Lisbon"]
+    await memory.aclose()
+
+
 async def test_recall_renders_with_the_memory_renderer(fake_server: FakeServer) -> None:
     fake_server.seed_memory("ann", "Lives in {Lisbon} 100%", score=0.9)
     fake_server.seed_memory("ann", "Has a cat", score=0.2)

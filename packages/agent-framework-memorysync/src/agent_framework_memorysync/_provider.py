@@ -203,8 +203,7 @@ class MemorySyncContextProvider(ContextProvider, AdapterAttributes, UsersDataMet
     ) -> list[RecalledMemory]:
         """Search the user's memories (all sessions; ``since`` / ``until``: only those said
         in that window); raises the typed errors on failure."""
-        threshold = self._settings.renderer.min_score if min_score is None else min_score
-        return await self._memory.search(query, k=k, min_score=threshold, since=since, until=until)
+        return await self._memory.search(query, k=k, min_score=min_score, since=since, until=until)
 
     async def save(
         self,

@@ -218,7 +218,8 @@ class UserMemory:
     ) -> list[RecalledMemory]:
         """Semantic search over the user's memories (``/v1/memory/query``); raises on failure.
 
-        ``k`` defaults to ``top_k``; a query longer than 16,000 characters is cut.
+        ``k`` defaults to ``top_k`` and ``min_score`` to the renderer's (memories scoring
+        below it are dropped); a query longer than 16,000 characters is cut.
         ``since`` / ``until`` keep the memories said in that window (a datetime with a
         time zone or an ISO 8601 string; ``until`` excluded).
         """
@@ -241,6 +242,8 @@ class UserMemory:
             raise ResponseFormatError(
                 "POST /v1/memory/query -> 200: 'memories' is not a list", route="/v1/memory/query"
             )
+        if min_score is None:
+            min_score = self.renderer.min_score
         if min_score is not None:
             memories = [m for m in memories if m.score is not None and m.score >= min_score]
         return window.keep(memories)

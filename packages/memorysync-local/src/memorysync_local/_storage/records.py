@@ -96,8 +96,8 @@ class MemoryRecord:
 
 
 @dataclass(frozen=True)
-class NewTurn:
-    """A transcript turn to store verbatim."""
+class _Turn:
+    """What a turn says, stored or not."""
 
     tenant_id: str
     user_id: str
@@ -115,23 +115,15 @@ class NewTurn:
 
 
 @dataclass(frozen=True)
-class TurnRecord:
+class NewTurn(_Turn):
+    """A transcript turn to store verbatim."""
+
+
+@dataclass(frozen=True)
+class TurnRecord(_Turn):
     """One stored transcript turn; ``id`` is the storage's row id (positive)."""
 
     id: int
-    tenant_id: str
-    user_id: str
-    session_id: str
-    source: str
-    role: str
-    content: str
-    content_hash: str
-    seq: int | None
-    occurred_at: str | None
-    payload: Any
-    idempotency_key: str | None
-    created_at: str
-    sort_key: int
 
     @classmethod
     def from_row(cls, row: Row) -> TurnRecord:

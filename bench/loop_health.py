@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -25,34 +25,13 @@ from autogen_core.models import UserMessage
 from ag2_memorysync import MemorySyncCapability
 from autogen_memorysync import MemorySyncMemory
 
+from ._heartbeat import with_heartbeat
 from ._server import PROMPT, USER, BenchServer
 from ._stats import Row, Section, Stat, ms, stat
 
 AGENTS = 50
 SLOW_RECALL = 1.0
 LLM_CONFIG = {"config_list": [{"model": "gpt-4o-mini", "api_key": "sk-bench-not-used"}]}
-
-
-async def _with_heartbeat(work: Callable[[], Awaitable[Any]]) -> list[float]:
-    """Run ``work`` while a 1 ms heartbeat records its lateness (seconds per tick)."""
-    loop = asyncio.get_running_loop()
-    lags: list[float] = []
-    stop = asyncio.Event()
-
-    async def heartbeat() -> None:
-        while not stop.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.001)
-            lags.append(max(0.0, loop.time() - before - 0.001))
-
-    ticker = asyncio.create_task(heartbeat())
-    await asyncio.sleep(0.01)
-    try:
-        await work()
-    finally:
-        stop.set()
-        await ticker
-    return lags
 
 
 class _Mem0StyleMemory:
@@ -88,7 +67,7 @@ async def _autogen(server: BenchServer, rounds: int) -> tuple[Stat, Stat]:
                 *(m.update_context(c) for m, c in zip(memories, contexts, strict=True))
             )
 
-    ours_lags = await _with_heartbeat(ours)
+    ours_lags = await with_heartbeat(ours)
     for memory in memories:
         await memory.close()
 
@@ -100,7 +79,7 @@ async def _autogen(server: BenchServer, rounds: int) -> tuple[Stat, Stat]:
             for _ in range(rounds):
                 await asyncio.gather(*(p.update_context(None) for p in peers))
 
-        their_lags = await _with_heartbeat(theirs)
+        their_lags = await with_heartbeat(theirs)
     return (
         stat("AutoGen: 50 concurrent recalls", ours_lags),
         stat("sync client in async def: 50 recalls", their_lags),
@@ -132,7 +111,7 @@ async def _ag2(server: BenchServer, chats: int) -> tuple[Stat, Stat]:
                 with _scripted(assistant, ["Noted."]):
                     await user.a_initiate_chat(assistant, message=PROMPT, max_turns=1, silent=True)
 
-        ours_lags = await _with_heartbeat(ours)
+        ours_lags = await with_heartbeat(ours)
         capability.close()
 
         headers = {"X-API-Key": server.api_key}
@@ -158,7 +137,7 @@ async def _ag2(server: BenchServer, chats: int) -> tuple[Stat, Stat]:
                     with _scripted(peer, ["Noted."]):
                         await user.a_initiate_chat(peer, message=PROMPT, max_turns=1, silent=True)
 
-            their_lags = await _with_heartbeat(theirs)
+            their_lags = await with_heartbeat(theirs)
     finally:
         server.delays.clear()
     return (

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._raw_http import timed_recall
 from ._report import _cpu
 from ._stats import Row, Section, Stat, p50_p99, stat
 from .recall_speed import API_KEY, CONCURRENT, ONE_USER, TENANT, _Served
@@ -62,23 +63,7 @@ async def _load(
         try:
             for i in range(per_client):
                 body = _body(prompts[(index * per_client + i) % len(prompts)])
-                head = (
-                    f"POST /v1/memory/recall HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                    f"X-API-Key: {API_KEY}\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(body)}\r\n\r\n"
-                ).encode()
-                started = time.perf_counter()
-                writer.write(head + body)
-                answer = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":", 1)[1])
-                    for line in answer.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
-                await reader.readexactly(length)
-                if not answer.startswith(b"HTTP/1.1 200"):
-                    raise RuntimeError(answer.split(b"\r\n", 1)[0].decode())
-                seconds.append(time.perf_counter() - started)
+                seconds.append(await timed_recall(reader, writer, port, API_KEY, body))
         finally:
             writer.close()
             await writer.wait_closed()

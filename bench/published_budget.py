@@ -34,6 +34,7 @@ Prints a markdown section; ``--out FILE`` also writes it.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import logging
 import subprocess
@@ -41,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import _heartbeat
 from ._server import PROMPT, USER, BenchServer
 from ._stats import Stat, ms, stat
 
@@ -50,8 +52,12 @@ RECALL_DELAY = 5.0
 SLOW_RECALL = 1.0  # the same figure as bench/loop_health.py
 AGENTS = 50
 
-# Runs in the published packages' interpreter; prints one JSON object on stdout.
-CHILD = r"""
+# Runs in the published packages' interpreter; prints one JSON object on stdout. It
+# can import nothing of this repository (see _child), so it starts with the
+# heartbeat's own source: the same heartbeat as item 4's.
+CHILD = (
+    inspect.getsource(_heartbeat)
+    + r"""
 import asyncio, json, logging, sys, time, warnings
 from importlib import metadata
 
@@ -108,26 +114,6 @@ def ag2_budget():
             series.append(time.perf_counter() - started - BUDGET)
         capability.close()
     return cold, warm
-
-
-async def with_heartbeat(work):
-    loop = asyncio.get_running_loop()
-    lags, stop = [], asyncio.Event()
-
-    async def heartbeat():
-        while not stop.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.001)
-            lags.append(max(0.0, loop.time() - before - 0.001))
-
-    ticker = asyncio.create_task(heartbeat())
-    await asyncio.sleep(0.01)
-    try:
-        await work()
-    finally:
-        stop.set()
-        await ticker
-    return lags
 
 
 async def ag2_loop():
@@ -197,6 +183,7 @@ else:
     out["autogen_build"], out["ag2_build"] = asyncio.run(construction())
 print(json.dumps(out))
 """
+)
 
 
 def _child(python: str, args: dict[str, object], timeout: float) -> dict[str, object]:

@@ -37,6 +37,7 @@ import httpx
 from memorysync_local import embedded
 
 from . import _speed_model
+from ._raw_http import timed_recall
 from ._server import _free_port, print_item, stop_child, wait_until_listening
 from ._stats import Row, Section, Stat, p50_p99, stat
 from .server_bench import _PROMPTS, _fill, load_facts
@@ -129,7 +130,7 @@ async def _in_process(
 async def _concurrent(port: int, prompts: Sequence[str], per_client: int) -> list[float]:
     """``CONCURRENT`` keep-alive connections, each sending its recalls back to back.
 
-    A minimal HTTP/1.1 client on asyncio streams: ``httpx.AsyncClient`` with 20
+    A minimal HTTP/1.1 client on asyncio streams (``_raw_http``): ``httpx.AsyncClient`` with 20
     requests in flight spends hundreds of milliseconds of its own in its pool (measured
     here: p99 0.5-0.9 s against a server whose own p99 was 0.12 s), which would be
     charged to the server. See ``_concurrent_httpx`` for that figure.
@@ -142,24 +143,9 @@ async def _concurrent(port: int, prompts: Sequence[str], per_client: int) -> lis
             for i in range(per_client):
                 prompt = prompts[(index * per_client + i) % len(prompts)]
                 body = json.dumps(_body(ONE_USER, prompt)).encode()
-                head = (
-                    f"POST /v1/memory/recall HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                    f"X-API-Key: {API_KEY}\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(body)}\r\n\r\n"
-                ).encode()
-                started = time.perf_counter()
-                writer.write(head + body)
-                answer = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":", 1)[1])
-                    for line in answer.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
-                await reader.readexactly(length)
-                if not answer.startswith(b"HTTP/1.1 200"):
-                    raise RuntimeError(answer.split(b"\r\n", 1)[0].decode())
+                took = await timed_recall(reader, writer, port, API_KEY, body)
                 if i > 0:  # the first request of each client opened its connection
-                    seconds.append(time.perf_counter() - started)
+                    seconds.append(took)
         finally:
             writer.close()
 

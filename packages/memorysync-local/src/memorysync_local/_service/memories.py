@@ -24,6 +24,7 @@ from memorysync_local._service.facts import (
     scalar_metadata,
     text_hash,
 )
+from memorysync_local._service.operations import Operations
 from memorysync_local._service.quota import Meter, Quota, QuotaExceeded
 from memorysync_local._storage.interface import Session
 from memorysync_local._storage.records import CURRENT, MemorySelection, ReadWindow
@@ -35,7 +36,7 @@ _RULES = RuleBasedExtractor()
 _MIN_CANDIDATES = 50
 
 
-class Memories:
+class Memories(Operations):
     """Writes and reads of memories, over one storage."""
 
     def __init__(
@@ -46,11 +47,7 @@ class Memories:
         *,
         async_extraction: bool,
     ) -> None:
-        self._facts = facts
-        self._storage = facts.storage
-        self._quota = quota
-        self._jobs = jobs
-        self.async_extraction = async_extraction
+        super().__init__(facts, quota, jobs, async_extraction=async_extraction)
         self.term_stats = TermStats()
         embedder = facts.embedder
         self.vectors = VectorIndex(embedder.name) if embedder is not None else None

@@ -9,15 +9,14 @@ from typing import Any
 
 from memorysync_local._plans import Caller
 from memorysync_local._service.answers import history_item, history_public_id, history_rowid
-from memorysync_local._service.extraction_jobs import ExtractionJobs
 from memorysync_local._service.facts import (
     FactContext,
-    FactWriter,
     new_request_id,
     scalar_metadata,
     text_hash,
 )
-from memorysync_local._service.quota import Quota, QuotaExceeded
+from memorysync_local._service.operations import Operations
+from memorysync_local._service.quota import QuotaExceeded
 from memorysync_local._storage.interface import Session
 from memorysync_local._storage.records import NewTurn, TurnRecord, TurnSelection
 from memorysync_local._timeutil import render, rendered_micros, utc_now
@@ -35,22 +34,8 @@ def sort_key(seq: int | None, occurred_at: str | None, created_at: str) -> int:
     return rendered_micros(occurred_at if occurred_at is not None else created_at)
 
 
-class Transcript:
+class Transcript(Operations):
     """Conversation turns, over one storage."""
-
-    def __init__(
-        self,
-        facts: FactWriter,
-        quota: Quota,
-        jobs: ExtractionJobs,
-        *,
-        async_extraction: bool,
-    ) -> None:
-        self._facts = facts
-        self._storage = facts.storage
-        self._quota = quota
-        self._jobs = jobs
-        self.async_extraction = async_extraction
 
     def append_history(
         self,

@@ -3,12 +3,24 @@
 JSON columns (a memory's ``metadata`` and ``tags``, a turn's ``payload``, a job's
 context) arrive decoded, as Python values; timestamps are the canonical UTC text
 ``_timeutil.render`` writes (``2026-01-02T03:04:05.000000Z``), which sorts as time.
+The records read back are built from a row by their ``from_row``, on either backend.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+
+class Row(Protocol):
+    """A fetched row by column name: ``sqlite3.Row`` and psycopg's ``dict_row`` both are."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
+
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
 @dataclass(frozen=True)
@@ -58,10 +70,34 @@ class MemoryRecord:
     valid_until: str | None
     superseded_by: int | None
 
+    @classmethod
+    def from_row(cls, row: Row) -> MemoryRecord:
+        """A ``memories`` row (every column of this record) with its JSON decoded."""
+        return cls(
+            id=int(row["id"]),
+            tenant_id=row["tenant_id"],
+            user_id=row["user_id"],
+            text=row["text"],
+            kind=row["kind"],
+            source=row["source"],
+            session_id=row["session_id"],
+            metadata=json.loads(row["metadata"]),
+            tags=_json_or_none(row["tags"]),
+            importance=row["importance"],
+            origin=row["origin"],
+            history_id=row["history_id"],
+            request_id=row["request_id"],
+            created_at=row["created_at"],
+            said_at=row["said_at"],
+            attribute=row["attribute"],
+            valid_until=row["valid_until"],
+            superseded_by=row["superseded_by"],
+        )
+
 
 @dataclass(frozen=True)
-class NewTurn:
-    """A transcript turn to store verbatim."""
+class _Turn:
+    """What a turn says, stored or not."""
 
     tenant_id: str
     user_id: str
@@ -79,23 +115,35 @@ class NewTurn:
 
 
 @dataclass(frozen=True)
-class TurnRecord:
+class NewTurn(_Turn):
+    """A transcript turn to store verbatim."""
+
+
+@dataclass(frozen=True)
+class TurnRecord(_Turn):
     """One stored transcript turn; ``id`` is the storage's row id (positive)."""
 
     id: int
-    tenant_id: str
-    user_id: str
-    session_id: str
-    source: str
-    role: str
-    content: str
-    content_hash: str
-    seq: int | None
-    occurred_at: str | None
-    payload: Any
-    idempotency_key: str | None
-    created_at: str
-    sort_key: int
+
+    @classmethod
+    def from_row(cls, row: Row) -> TurnRecord:
+        """A ``history`` row with its payload decoded."""
+        return cls(
+            id=int(row["id"]),
+            tenant_id=row["tenant_id"],
+            user_id=row["user_id"],
+            session_id=row["session_id"],
+            source=row["source"],
+            role=row["role"],
+            content=row["content"],
+            content_hash=row["content_hash"],
+            seq=row["seq"],
+            occurred_at=row["occurred_at"],
+            payload=_json_or_none(row["payload"]),
+            idempotency_key=row["idempotency_key"],
+            created_at=row["created_at"],
+            sort_key=int(row["sort_key"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -107,6 +155,16 @@ class StoredJob:
     context: dict[str, Any]
     created_at: str
 
+    @classmethod
+    def from_row(cls, row: Row) -> StoredJob:
+        """An ``extraction_jobs`` row's id, text, context (decoded) and created_at."""
+        return cls(
+            id=int(row["id"]),
+            text=str(row["text"]),
+            context=json.loads(row["context"]),
+            created_at=str(row["created_at"]),
+        )
+
 
 @dataclass(frozen=True)
 class Revision:
@@ -116,6 +174,16 @@ class Revision:
     changed_fields: list[str]
     diff: dict[str, Any]
     created_at: str
+
+    @classmethod
+    def from_row(cls, row: Row) -> Revision:
+        """A ``memory_revisions`` row with its JSON decoded."""
+        return cls(
+            memory_id=int(row["memory_id"]),
+            changed_fields=json.loads(row["changed_fields"]),
+            diff=json.loads(row["diff"]),
+            created_at=row["created_at"],
+        )
 
 
 @dataclass(frozen=True)

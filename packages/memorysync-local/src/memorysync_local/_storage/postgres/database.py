@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 
 from memorysync_local._storage.postgres.errors import redact, refused_database, translated
 from memorysync_local._storage.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._timeutil import render, utc_now
 
 logger = logging.getLogger("memorysync.local")
@@ -131,11 +132,7 @@ def migrate(url: str) -> int:
                 conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
                 found = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
             current = int(found[0]) if found and found[0] is not None else 0
-            if current > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"database schema version {current} is newer than this server's "
-                    f"({SCHEMA_VERSION}); upgrade memorysync-local"
-                )
+            refuse_newer(current, SCHEMA_VERSION)
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 with conn.transaction():
                     for statement in MIGRATIONS[version]:

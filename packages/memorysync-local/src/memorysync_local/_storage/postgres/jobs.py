@@ -56,12 +56,7 @@ class PostgresJobs:
         ).fetchone()
         if row is None:
             return None
-        return StoredJob(
-            id=int(row["id"]),
-            text=row["text"],
-            context=json.loads(row["context"]),
-            created_at=row["created_at"],
-        )
+        return StoredJob.from_row(row)
 
     def finish(self, job_id: int) -> bool:
         row = self._s.conn.execute(

@@ -34,30 +34,6 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 
 
-def memory_record(row: Mapping[str, Any]) -> MemoryRecord:
-    """A ``memories`` row as the interface's record (JSON columns decoded)."""
-    return MemoryRecord(
-        id=int(row["id"]),
-        tenant_id=row["tenant_id"],
-        user_id=row["user_id"],
-        text=row["text"],
-        kind=row["kind"],
-        source=row["source"],
-        session_id=row["session_id"],
-        metadata=json.loads(row["metadata"]),
-        tags=None if row["tags"] is None else json.loads(row["tags"]),
-        importance=row["importance"],
-        origin=row["origin"],
-        history_id=row["history_id"],
-        request_id=row["request_id"],
-        created_at=row["created_at"],
-        said_at=row["said_at"],
-        attribute=row["attribute"],
-        valid_until=row["valid_until"],
-        superseded_by=row["superseded_by"],
-    )
-
-
 def _window(window: ReadWindow) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
@@ -79,7 +55,7 @@ class PostgresMemories:
         self._s = session
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRecord]:
-        return [memory_record(r) for r in self._s.conn.execute(sql, params).fetchall()]
+        return [MemoryRecord.from_row(r) for r in self._s.conn.execute(sql, params).fetchall()]
 
     def insert(self, memory: NewMemory) -> int:
         self._s.own(memory.tenant_id, memory.user_id)
@@ -308,15 +284,7 @@ class PostgresMemories:
         rows = self._s.conn.execute(
             "SELECT * FROM memory_revisions WHERE memory_id = %s ORDER BY id", (memory_id,)
         ).fetchall()
-        return [
-            Revision(
-                memory_id=int(r["memory_id"]),
-                changed_fields=json.loads(r["changed_fields"]),
-                diff=json.loads(r["diff"]),
-                created_at=r["created_at"],
-            )
-            for r in rows
-        ]
+        return [Revision.from_row(r) for r in rows]
 
     def last_revised_at(self, memory_id: int) -> str | None:
         row = self._s.conn.execute(

@@ -8,33 +8,13 @@ take turns, as every write does on SQLite.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorysync_local._storage.records import NewTurn, TurnRecord, TurnSelection
 
 if TYPE_CHECKING:
     from memorysync_local._storage.postgres.backend import PostgresSession
-
-
-def turn_record(row: Mapping[str, Any]) -> TurnRecord:
-    """A ``history`` row as the interface's record."""
-    return TurnRecord(
-        id=int(row["id"]),
-        tenant_id=row["tenant_id"],
-        user_id=row["user_id"],
-        session_id=row["session_id"],
-        source=row["source"],
-        role=row["role"],
-        content=row["content"],
-        content_hash=row["content_hash"],
-        seq=row["seq"],
-        occurred_at=row["occurred_at"],
-        payload=None if row["payload"] is None else json.loads(row["payload"]),
-        idempotency_key=row["idempotency_key"],
-        created_at=row["created_at"],
-        sort_key=int(row["sort_key"]),
-    )
 
 
 class PostgresTranscript:
@@ -45,7 +25,7 @@ class PostgresTranscript:
 
     def _one(self, sql: str, params: Sequence[Any]) -> TurnRecord | None:
         row = self._s.conn.execute(sql, params).fetchone()
-        return None if row is None else turn_record(row)
+        return None if row is None else TurnRecord.from_row(row)
 
     def find_by_key(
         self, tenant_id: str, user_id: str, session_id: str, idempotency_key: str
@@ -98,7 +78,7 @@ class PostgresTranscript:
             ),
         ).fetchone()
         if row is not None:
-            return turn_record(row)
+            return TurnRecord.from_row(row)
         # A unique index caught the same turn stored meanwhile: that one is the turn.
         found = None
         if turn.idempotency_key is not None:
@@ -137,7 +117,7 @@ class PostgresTranscript:
             f"SELECT * FROM history WHERE {where} ORDER BY sort_key DESC, id DESC LIMIT %s",
             [*params, limit if limit > 0 else None],
         ).fetchall()
-        return [turn_record(r) for r in reversed(rows)], count
+        return [TurnRecord.from_row(r) for r in reversed(rows)], count
 
     def delete(self, tenant_id: str, user_id: str, selection: TurnSelection) -> list[int]:
         self._s.own(tenant_id, user_id)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memorysync_local._extraction.attributes import attribute_words
 from memorysync_local._recall.words import index_text, owner_token
+from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._storage.sqlite.errors import refused_file, storage_errors
 from memorysync_local._storage.sqlite.schema import AFTER, MIGRATIONS, SCHEMA_VERSION
 from memorysync_local._timeutil import render, rendered_micros, utc_now
@@ -150,11 +151,7 @@ class Database:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
             current = int(row[0]) if row and row[0] is not None else 0
-            if current > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"database schema version {current} is newer than this server's "
-                    f"({SCHEMA_VERSION}); upgrade memorysync-local"
-                )
+            refuse_newer(current, SCHEMA_VERSION)
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in _statements(MIGRATIONS[version]):
                     conn.execute(statement)

@@ -34,12 +34,7 @@ class SQLiteJobs:
         ).fetchone()
         if row is None:
             return None
-        return StoredJob(
-            id=int(row["id"]),
-            text=str(row["text"]),
-            context=json.loads(row["context"]),
-            created_at=str(row["created_at"]),
-        )
+        return StoredJob.from_row(row)
 
     def finish(self, job_id: int) -> bool:
         """Delete a job; True when it was still there."""

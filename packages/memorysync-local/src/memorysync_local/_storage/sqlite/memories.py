@@ -20,30 +20,6 @@ from memorysync_local._storage.records import (
 )
 
 
-def memory_record(row: sqlite3.Row) -> MemoryRecord:
-    """A ``memories`` row as a record (JSON columns decoded)."""
-    return MemoryRecord(
-        id=int(row["id"]),
-        tenant_id=row["tenant_id"],
-        user_id=row["user_id"],
-        text=row["text"],
-        kind=row["kind"],
-        source=row["source"],
-        session_id=row["session_id"],
-        metadata=json.loads(row["metadata"]),
-        tags=None if row["tags"] is None else json.loads(row["tags"]),
-        importance=row["importance"],
-        origin=row["origin"],
-        history_id=row["history_id"],
-        request_id=row["request_id"],
-        created_at=row["created_at"],
-        said_at=row["said_at"],
-        attribute=row["attribute"],
-        valid_until=row["valid_until"],
-        superseded_by=row["superseded_by"],
-    )
-
-
 def window_sql(window: ReadWindow) -> tuple[str, list[Any]]:
     """The window as extra ``WHERE`` clauses over ``memories`` and their parameters."""
     clauses: list[str] = []
@@ -101,7 +77,7 @@ class SQLiteMemories:
         row = self._conn.execute(
             f"SELECT * FROM memories WHERE id = ? AND {where}", [memory_id, *params]
         ).fetchone()
-        return None if row is None else memory_record(row)
+        return None if row is None else MemoryRecord.from_row(row)
 
     def by_ids(
         self, ids: Sequence[int], *, tenant_id: str | None = None, user_id: str | None = None
@@ -122,7 +98,7 @@ class SQLiteMemories:
         rows = self._conn.execute(
             f"SELECT * FROM memories WHERE {where} ORDER BY id", params
         ).fetchall()
-        return [memory_record(row) for row in rows]
+        return [MemoryRecord.from_row(row) for row in rows]
 
     def page(
         self,
@@ -148,7 +124,7 @@ class SQLiteMemories:
             "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
             (*args, limit if limit > 0 else -1, offset),
         ).fetchall()
-        return [memory_record(row) for row in rows], total
+        return [MemoryRecord.from_row(row) for row in rows], total
 
     def in_order(self, tenant_id: str, user_id: str | None) -> list[MemoryRecord]:
         """Every memory of the user (or tenant), oldest first."""
@@ -156,7 +132,7 @@ class SQLiteMemories:
         rows = self._conn.execute(
             f"SELECT * FROM memories WHERE {where} ORDER BY created_at, id", params
         ).fetchall()
-        return [memory_record(row) for row in rows]
+        return [MemoryRecord.from_row(row) for row in rows]
 
     def newest_ids(self, tenant_id: str, user_id: str, limit: int) -> list[int]:
         """Ids of the user's newest memories."""
@@ -174,7 +150,7 @@ class SQLiteMemories:
             "ORDER BY said_at DESC, id DESC LIMIT ?",
             (tenant_id, user_id, limit),
         ).fetchall()
-        return [memory_record(row) for row in rows]
+        return [MemoryRecord.from_row(row) for row in rows]
 
     def texts_in_session(
         self, tenant_id: str, user_id: str, session_id: str | None
@@ -299,7 +275,7 @@ class SQLiteMemories:
             "AND valid_until IS NULL AND said_at <= ? ORDER BY said_at DESC, id DESC",
             (tenant_id, user_id, said_at),
         ).fetchall()
-        return [memory_record(row) for row in rows]
+        return [MemoryRecord.from_row(row) for row in rows]
 
     def close(self, ids: Sequence[int], until: str, superseded_by: int | None) -> None:
         """Mark memories superseded."""
@@ -313,15 +289,7 @@ class SQLiteMemories:
         rows = self._conn.execute(
             "SELECT * FROM memory_revisions WHERE memory_id = ? ORDER BY id", (memory_id,)
         ).fetchall()
-        return [
-            Revision(
-                memory_id=int(row["memory_id"]),
-                changed_fields=json.loads(row["changed_fields"]),
-                diff=json.loads(row["diff"]),
-                created_at=row["created_at"],
-            )
-            for row in rows
-        ]
+        return [Revision.from_row(row) for row in rows]
 
     def last_revised_at(self, memory_id: int) -> str | None:
         """When the memory was last edited."""

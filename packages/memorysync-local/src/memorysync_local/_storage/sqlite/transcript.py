@@ -9,26 +9,6 @@ from typing import Any
 from memorysync_local._storage.records import NewTurn, TurnRecord, TurnSelection
 
 
-def turn_record(row: sqlite3.Row) -> TurnRecord:
-    """A ``history`` row as a record (the payload decoded)."""
-    return TurnRecord(
-        id=int(row["id"]),
-        tenant_id=row["tenant_id"],
-        user_id=row["user_id"],
-        session_id=row["session_id"],
-        source=row["source"],
-        role=row["role"],
-        content=row["content"],
-        content_hash=row["content_hash"],
-        seq=row["seq"],
-        occurred_at=row["occurred_at"],
-        payload=None if row["payload"] is None else json.loads(row["payload"]),
-        idempotency_key=row["idempotency_key"],
-        created_at=row["created_at"],
-        sort_key=int(row["sort_key"]),
-    )
-
-
 class SQLiteTranscript:
     """:class:`~memorysync_local._storage.interface.TranscriptTable` on one connection."""
 
@@ -44,7 +24,7 @@ class SQLiteTranscript:
             "AND idempotency_key = ?",
             (tenant_id, user_id, session_id, idempotency_key),
         ).fetchone()
-        return None if row is None else turn_record(row)
+        return None if row is None else TurnRecord.from_row(row)
 
     def find_by_seq(
         self,
@@ -62,7 +42,7 @@ class SQLiteTranscript:
             "AND seq = ? AND role = ? AND content_hash = ? ORDER BY id LIMIT 1",
             (tenant_id, user_id, session_id, seq, role, content_hash),
         ).fetchone()
-        return None if row is None else turn_record(row)
+        return None if row is None else TurnRecord.from_row(row)
 
     def insert(self, turn: NewTurn) -> TurnRecord:
         """Store one turn; the stored record."""
@@ -89,7 +69,7 @@ class SQLiteTranscript:
         row = self._conn.execute(
             "SELECT * FROM history WHERE id = ?", (cursor.lastrowid,)
         ).fetchone()
-        return turn_record(row)
+        return TurnRecord.from_row(row)
 
     def exists(self, turn_id: int) -> bool:
         """Whether the turn is still stored."""
@@ -114,7 +94,7 @@ class SQLiteTranscript:
             (*params, limit if limit > 0 else -1),
         ).fetchall()
         rows.reverse()
-        return [turn_record(row) for row in rows], total
+        return [TurnRecord.from_row(row) for row in rows], total
 
     def delete(self, tenant_id: str, user_id: str, selection: TurnSelection) -> list[int]:
         """Delete the user's selected turns; their ids."""

@@ -210,13 +210,9 @@ def test_a_job_held_by_a_live_process_is_not_claimed_and_one_of_a_dead_process_i
         assert other.text == "other user"
         assert s.jobs.finish(other.id)
         assert s.jobs.claim_next() is None
-    with psycopg.connect(postgres_url, autocommit=True) as admin:  # the first process dies
-        admin.execute("SELECT pg_terminate_backend(%s)", (first.worker_id(),))
-        admin.execute(
-            "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (first.worker_id(),)
-        ).fetchall()
+    _terminate(postgres_url, first.worker_id())  # the first process dies
     with second.write() as s:
-        again = _claim_when_free(s)
+        again = s.jobs.claim_next()
         assert again is not None
         assert again.id == held.id
         assert s.jobs.finish(again.id)
@@ -224,14 +220,19 @@ def test_a_job_held_by_a_live_process_is_not_claimed_and_one_of_a_dead_process_i
         assert not s.jobs.finish(held.id)  # the dead claimant stores nothing
 
 
-def _claim_when_free(s: Any) -> Any:
-    # pg_terminate_backend returns before the backend has left pg_stat_activity.
-    for _ in range(200):
-        found = s.jobs.claim_next()
-        if found is not None:
-            return found
-        s.conn.execute("SELECT pg_sleep(0.01)")
-    return None
+def _terminate(postgres_url: str, pid: int) -> None:
+    """End backend ``pid`` and return once it has left ``pg_stat_activity``.
+
+    Asked again in fresh transactions: within one, PostgreSQL keeps the first view of
+    ``pg_stat_activity`` it read, so a wait inside the claimant's own transaction could
+    see the dead backend for ever (a stress run did).
+    """
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s, 60000)", (pid,))
+        deadline = time.monotonic() + 60
+        while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+            assert time.monotonic() < deadline, f"backend {pid} still listed after 60 s"
+            admin.execute("SELECT pg_sleep(0.05)")
 
 
 def test_vectors_round_trip_bit_for_bit_and_count_as_added(

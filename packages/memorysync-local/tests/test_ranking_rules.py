@@ -13,7 +13,8 @@ import pytest
 
 from memorysync_local import embedded
 from memorysync_local._plans import Caller
-from memorysync_local._recall.dialog import is_question
+from memorysync_local._recall.answers import asks_when, says_when
+from memorysync_local._recall.dialog import is_question, speaker_stems
 from memorysync_local._recall.ranking import _order
 from memorysync_local._recall.vectors import MIN_COSINE, fuse
 
@@ -140,6 +141,79 @@ def test_a_borrowing_memory_never_passes_the_statement_it_borrows_from() -> None
 )
 def test_a_question_is_a_text_ending_with_a_question_mark(text: str, asks: bool) -> None:
     assert is_question(text) is asks
+
+
+def test_a_when_question_ranks_the_memory_that_says_when_above_an_equal_match() -> None:
+    # Both match "support group" alike; the one stored last (newest) used to win the tie.
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Caroline: I went to a support group yesterday",
+            "Caroline: The support group was so powerful",
+        )
+        assert ranked(server, "When did Caroline go to the support group?")[0] == (
+            "Caroline: I went to a support group yesterday"
+        )
+        # A question that does not ask when keeps the plain order.
+        assert ranked(server, "What support group did Caroline go to?")[0] == (
+            "Caroline: The support group was so powerful"
+        )
+
+
+@pytest.mark.parametrize(
+    ("prompt", "asks"),
+    [
+        ("When did Ana move?", True),
+        ("What year did Bob start?", True),
+        ("Since when has Cleo been here?", True),
+        ("What did Ana say when she moved?", False),
+        ("Where does Bob live?", False),
+    ],
+)
+def test_asks_when_is_a_question_about_a_time(prompt: str, asks: bool) -> None:
+    assert asks_when(prompt) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("Went camping last weekend", True),
+        ("Moved to Paris in May", True),
+        ("Started in 2019", True),
+        ("The gig is on Friday", True),
+        ("I may go camping", False),
+        ("Loves the Paris weekends", False),
+    ],
+)
+def test_says_when_finds_a_time_expression(text: str, says: bool) -> None:
+    assert says_when(text) is says
+
+
+def test_a_question_about_a_person_ranks_what_they_said_above_what_was_said_to_them() -> None:
+    # Both turns match "Maria" and "friends"; the shorter one, addressed to her, used to win.
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Maria: I made friends with a fellow volunteer at the shelter",
+            "John: Thanks, Maria! Friends matter",
+        )
+        assert ranked(server, "Who are Maria's friends?")[0] == (
+            "Maria: I made friends with a fellow volunteer at the shelter"
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "stems"),
+    [
+        ("Maria: hi", ["maria"]),
+        ("Ana Lee: back home", ["ana", "lee"]),
+        ("maria: hi", []),
+        ("Went home at 10:30", []),
+        ("Moved to Paris", []),
+    ],
+)
+def test_a_speaker_is_the_capitalised_label_a_turn_starts_with(text: str, stems: list[str]) -> None:
+    assert speaker_stems(text) == stems
 
 
 def test_fusion_lets_a_weak_vector_match_pass_no_strong_word_match() -> None:

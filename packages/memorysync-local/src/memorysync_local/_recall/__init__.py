@@ -2,6 +2,8 @@
 
 - :mod:`.words`: word forms (stems), the index text, prompt stems;
 - :mod:`.ranking`: word recall's score (BM25-like), question demotion, tie-break;
+- :mod:`.dialog`: a turn ranked with its neighbours, its speaker;
+- :mod:`.answers`: the kind of answer a question asks for (a time for "when");
 - :mod:`.vectors`, :mod:`.vector_index`: recall by meaning and its fusion with words;
 - :mod:`.embedding`, :mod:`.embedder_setting`: the embedders and choosing one;
 - :mod:`.context`: the prompt-ready context block.

@@ -17,12 +17,22 @@ the same time) simply has no neighbour on that side.
 
 The lender's score is its own, before its question demotion: a question that
 echoes the prompt is exactly the turn whose answer should come up.
+
+A turn stored as ``"Ana: ..."`` names its speaker first. A question about a person
+is mostly about what that person said, not what others said to them ("Thanks,
+Ana!"), so a prompt naming a turn's speaker ranks it ``SPEAKER_BONUS`` above its
+value (a share of it: a turn that matched nothing gains nothing).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from functools import lru_cache
 
+from memorysync_local._recall import answers
+from memorysync_local._recall.words import index_text
 from memorysync_local._storage.interface import Session
 from memorysync_local._storage.records import MemoryRecord
 
@@ -33,6 +43,21 @@ QUESTION_WEIGHT = 0.8
 # it (the question it answers) than from the turn after it.
 PREVIOUS_SHARE = 0.75
 NEXT_SHARE = 0.5
+# A stored turn "Ana: ..." names its speaker first; a prompt naming that person ranks
+# the turns they said this share above their score (others may only address them).
+SPEAKER_BONUS = 0.75
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'\u2019.-]*(?:\s[A-Z][\w'\u2019.-]*)?)\s*:\s")
+
+
+def speaker_stems(text: str) -> list[str]:
+    """The stems of a turn's speaker label ("Ana Lee: hi" -> its stems), or none."""
+    label = _SPEAKER.match(text)
+    return list(_label_stems(label.group(1))) if label else []
+
+
+@lru_cache(maxsize=4096)
+def _label_stems(label: str) -> tuple[str, ...]:
+    return tuple(index_text(label).split())
 
 
 def is_question(text: str) -> bool:
@@ -46,13 +71,19 @@ def in_dialog(
     user_id: str,
     found: Sequence[tuple[int, float]],
     limit: int,
+    *,
+    when: bool = False,
+    named: AbstractSet[str] = frozenset(),
 ) -> list[tuple[MemoryRecord, float]]:
     """Up to ``limit`` memories ranked by their score plus their neighbours' shares.
 
     ``found`` is (memory id, score) best first, every scored candidate (the first
     ``limit`` and their neighbours are looked at). A question's own score is
     demoted (``QUESTION_WEIGHT``); the ranking value is returned unclamped. Ties
-    keep ``found``'s order (a memory not in it comes after, newest first).
+    keep ``found``'s order (a memory not in it comes after, newest first). With
+    ``when`` (the prompt asks when: :func:`.answers.asks_when`), a memory that says
+    when ranks ``answers.WHEN_BONUS`` above its value; one whose speaker's stems are
+    among ``named`` (the prompt's stems) ranks ``SPEAKER_BONUS`` above it.
     """
     own = dict(found)
     place = {memory_id: rank for rank, (memory_id, _) in enumerate(found)}
@@ -79,6 +110,10 @@ def in_dialog(
             if not matched and not (step == -1 and is_question(beside.text)):
                 continue
             value += share * max(0.0, own.get(beside.id, 0.0) - value)
+        if when and value > 0 and answers.says_when(memory.text):
+            value *= 1.0 + answers.WHEN_BONUS
+        if SPEAKER_BONUS and value > 0 and named and set(speaker_stems(memory.text)) & named:
+            value *= 1.0 + SPEAKER_BONUS
         if value > 0:
             ranked.append((-round(value, 6), place.get(memory_id, len(place)), -memory_id))
     ranked.sort()

@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 from memorysync_local._recall import answers
-from memorysync_local._recall.words import index_text
+from memorysync_local._recall.words import index_text, query_stems
 from memorysync_local._storage.interface import Session
 from memorysync_local._storage.records import MemoryRecord
 
@@ -71,20 +70,20 @@ def in_dialog(
     user_id: str,
     found: Sequence[tuple[int, float]],
     limit: int,
-    *,
-    when: bool = False,
-    named: AbstractSet[str] = frozenset(),
+    prompt: str = "",
 ) -> list[tuple[MemoryRecord, float]]:
     """Up to ``limit`` memories ranked by their score plus their neighbours' shares.
 
     ``found`` is (memory id, score) best first, every scored candidate (the first
     ``limit`` and their neighbours are looked at). A question's own score is
     demoted (``QUESTION_WEIGHT``); the ranking value is returned unclamped. Ties
-    keep ``found``'s order (a memory not in it comes after, newest first). With
-    ``when`` (the prompt asks when: :func:`.answers.asks_when`), a memory that says
-    when ranks ``answers.WHEN_BONUS`` above its value; one whose speaker's stems are
-    among ``named`` (the prompt's stems) ranks ``SPEAKER_BONUS`` above it.
+    keep ``found``'s order (a memory not in it comes after, newest first). When the
+    ``prompt`` asks when (:func:`.answers.asks_when`), a memory that says when ranks
+    ``answers.WHEN_BONUS`` above its value; one whose speaker the prompt names (by
+    stems) ranks ``SPEAKER_BONUS`` above it.
     """
+    when = answers.asks_when(prompt)
+    named = set(query_stems(prompt))
     own = dict(found)
     place = {memory_id: rank for rank, (memory_id, _) in enumerate(found)}
     top = [memory_id for memory_id, _ in found[:limit]]

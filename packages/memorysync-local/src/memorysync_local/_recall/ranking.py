@@ -20,7 +20,6 @@ import math
 import re
 from collections.abc import Sequence
 
-from memorysync_local._recall.answers import asks_when
 from memorysync_local._recall.dialog import in_dialog
 from memorysync_local._recall.words import Matcher, query_stems, vocabulary_ranges
 from memorysync_local._storage.interface import Session, WordIndex
@@ -92,15 +91,7 @@ def lexical(
     found = word_scores(session, tenant, user_id, prompt, limit, stats)
     return [
         (memory, round(min(1.0, value), 4))
-        for memory, value in in_dialog(
-            session,
-            tenant,
-            user_id,
-            found,
-            limit,
-            when=asks_when(prompt),
-            named=set(query_stems(prompt)),
-        )
+        for memory, value in in_dialog(session, tenant, user_id, found, limit, prompt)
     ]
 
 

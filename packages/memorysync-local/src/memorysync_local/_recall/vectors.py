@@ -38,12 +38,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from memorysync_local._recall.answers import asks_when
 from memorysync_local._recall.dialog import in_dialog
 from memorysync_local._recall.embedding import Embedder, _numpy
 from memorysync_local._recall.ranking import TermStats, word_scores
 from memorysync_local._recall.vector_index import VectorIndex
-from memorysync_local._recall.words import query_stems
 from memorysync_local._storage.batches import BATCH, PROGRESS_FROM, in_batches
 from memorysync_local._storage.interface import Session, Storage
 from memorysync_local._storage.records import MemoryRecord
@@ -196,15 +194,7 @@ def hybrid(
         reported = _clamped
     return [
         (memory, reported(memory.id, value))
-        for memory, value in in_dialog(
-            session,
-            tenant,
-            user_id,
-            found,
-            limit,
-            when=asks_when(prompt),
-            named=set(query_stems(prompt)),
-        )
+        for memory, value in in_dialog(session, tenant, user_id, found, limit, prompt)
     ]
 
 

@@ -15,17 +15,15 @@ from memorysync_local._recall.ranking import TermStats, lexical
 from memorysync_local._recall.vector_index import VectorIndex
 from memorysync_local._recall.vectors import hybrid, prompt_vector
 from memorysync_local._service.answers import hosted_memory, memory_item, recalled
-from memorysync_local._service.extraction_jobs import ExtractionJobs
 from memorysync_local._service.facts import (
     FactContext,
-    FactWriter,
     new_request_id,
     same_fact,
     scalar_metadata,
     text_hash,
 )
 from memorysync_local._service.operations import Operations
-from memorysync_local._service.quota import Meter, Quota, QuotaExceeded
+from memorysync_local._service.quota import Meter, QuotaExceeded
 from memorysync_local._storage.interface import Session
 from memorysync_local._storage.records import CURRENT, MemorySelection, ReadWindow
 from memorysync_local._timeutil import REPLAY_WINDOW, render, utc_now
@@ -39,17 +37,10 @@ _MIN_CANDIDATES = 50
 class Memories(Operations):
     """Writes and reads of memories, over one storage."""
 
-    def __init__(
-        self,
-        facts: FactWriter,
-        quota: Quota,
-        jobs: ExtractionJobs,
-        *,
-        async_extraction: bool,
-    ) -> None:
-        super().__init__(facts, quota, jobs, async_extraction=async_extraction)
+    def _prepare(self) -> None:
+        """The word statistics and, with an embedder, the vector index recall keeps."""
         self.term_stats = TermStats()
-        embedder = facts.embedder
+        embedder = self._facts.embedder
         self.vectors = VectorIndex(embedder.name) if embedder is not None else None
 
     # --- add_turn --------------------------------------------------------------

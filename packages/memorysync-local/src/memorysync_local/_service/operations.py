@@ -23,3 +23,7 @@ class Operations:
         self._quota = quota
         self._jobs = jobs
         self.async_extraction = async_extraction
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Set up what a kind of operations keeps beside these (none by default)."""

@@ -41,6 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +77,14 @@ class Question:
 
 @dataclass(frozen=True)
 class Conversation:
-    """One LoCoMo conversation: its turns in order (id, "Speaker: text") and questions."""
+    """One LoCoMo conversation: its turns in order (id, "Speaker: text"), questions, and
+    each session's date (``"D3"`` -> ISO 8601)."""
 
     index: int
     sample_id: str
     turns: tuple[tuple[str, str], ...]
     questions: tuple[Question, ...]
+    dates: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def split(self) -> str:
@@ -115,8 +118,20 @@ def load(path: Path = DATA) -> list[Conversation]:
             evidence &= known
             if category and evidence:
                 questions.append(Question(category, str(qa["question"]), evidence))
-        conversations.append(Conversation(index, str(sample["sample_id"]), turns, tuple(questions)))
+        dates = {
+            f"D{number}": _session_date(talk.get(f"session_{number}_date_time"))
+            for number, _ in sessions
+        }
+        conversations.append(
+            Conversation(index, str(sample["sample_id"]), turns, tuple(questions), dates)
+        )
     return conversations
+
+
+def _session_date(text: object) -> str:
+    """A session's "1:56 pm on 8 May, 2023" as ISO 8601 (UTC: the data names no zone)."""
+    moment = datetime.strptime(str(text).strip(), "%I:%M %p on %d %B, %Y")
+    return moment.replace(tzinfo=timezone.utc).isoformat()
 
 
 @dataclass
@@ -185,8 +200,12 @@ def served(make_app: Callable[[str], Any]) -> Callable[[Sequence[Conversation]],
             headers = {"X-API-Key": API_KEY, "X-End-User-ID": user}
             turn_of: dict[int, str] = {}
             for dia_id, text in conversation.turns:
-                # A turn id "D3:11" is turn 11 of session 3: the session is the memory's.
-                said = {"text": text, "verbatim": True, "session_id": dia_id.split(":")[0]}
+                # A turn id "D3:11" is turn 11 of session 3: the session is the memory's,
+                # and the session's date is when the turn was said.
+                session = dia_id.split(":")[0]
+                said: dict[str, object] = {"text": text, "verbatim": True, "session_id": session}
+                if session in conversation.dates:
+                    said["occurred_at"] = conversation.dates[session]
                 answer = client.post("/memory/add", headers=headers, json=said)
                 answer.raise_for_status()
                 body = answer.json()

@@ -14,6 +14,7 @@ import pytest
 from memorysync_local import embedded
 from memorysync_local._plans import Caller
 from memorysync_local._recall.answers import asks_when, says_when
+from memorysync_local._recall.dates import named_period
 from memorysync_local._recall.dialog import is_question, speaker_stems
 from memorysync_local._recall.ranking import _order
 from memorysync_local._recall.vectors import MIN_COSINE, fuse
@@ -214,6 +215,87 @@ def test_a_question_about_a_person_ranks_what_they_said_above_what_was_said_to_t
 )
 def test_a_speaker_is_the_capitalised_label_a_turn_starts_with(text: str, stems: list[str]) -> None:
     assert speaker_stems(text) == stems
+
+
+def keep_said(server: Any, text: str, said_at: str) -> None:
+    server.store.add_memory(
+        CALLER,
+        user_id="ana",
+        text=text,
+        source="t",
+        tags=None,
+        importance=None,
+        session_id=None,
+        metadata=None,
+        client_ref=None,
+        verbatim=True,
+        occurred_at=said_at,
+    )
+
+
+def test_a_question_naming_a_month_ranks_what_was_said_then_above_an_equal_match() -> None:
+    # Both match "Joanna" and "screenplay" alike; the newest used to win the tie.
+    with embedded(":memory:") as server:
+        keep_said(server, "Joanna: I printed my screenplay", "2022-01-21T10:00:00Z")
+        keep_said(server, "Joanna: My screenplay got a reply", "2022-06-02T10:00:00Z")
+        assert ranked(server, "What did Joanna do with her screenplay in January 2022?")[0] == (
+            "Joanna: I printed my screenplay"
+        )
+        assert ranked(server, "What did Joanna do with her screenplay?")[0] == (
+            "Joanna: My screenplay got a reply"
+        )
+
+
+def test_a_memory_said_on_the_named_day_is_recalled_however_many_newer_ones_match() -> None:
+    # "Joanna" is in every memory: the word index offers only its newest matches.
+    with embedded(":memory:") as server:
+        keep_said(server, "Joanna: I printed my first screenplay", "2022-01-21T10:00:00Z")
+        for number in range(80):
+            keep_said(server, f"Joanna: Hello again {number}", "2022-03-01T10:00:00Z")
+        assert "Joanna: I printed my first screenplay" not in ranked(server, "What did Joanna do?")
+        assert ranked(server, "What did Joanna do on 21 January, 2022?")[0] == (
+            "Joanna: I printed my first screenplay"
+        )
+
+
+@pytest.mark.parametrize(
+    ("prompt", "period"),
+    [
+        ("What did Ana cook on 3 June, 2023?", ("2023-06-03", "2023-06-11")),
+        ("What did Ana cook on June 3rd 2023?", ("2023-06-03", "2023-06-11")),
+        ("Where did Ana go in July 2022?", ("2022-07-01", "2022-08-08")),
+        ("Where did Ana go in December 2022?", ("2022-12-01", "2023-01-08")),
+        ("Where was Ana on 31 June 2023?", ("2023-06-01", "2023-07-08")),  # no such day
+        ("Where did Ana go in May?", None),  # which May?
+        ("What did Ana do in 2022?", None),  # a year narrows little
+        ("May I ask what Ana likes?", None),
+    ],
+)
+def test_a_named_period_is_a_full_date_or_month_and_the_week_after(
+    prompt: str, period: tuple[str, str] | None
+) -> None:
+    found = named_period(prompt)
+    if period is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert (found.since[:10], found.until[:10]) == period
+
+
+async def test_add_keeps_when_a_text_was_said_and_names_a_bad_time(
+    client: httpx.AsyncClient,
+) -> None:
+    headers = {"X-End-User-ID": "ana"}
+    said = {"text": "Ana: I moved to Lyon", "verbatim": True, "occurred_at": "2023-05-08T13:56:00Z"}
+    answer = await client.post("/memory/add", json=said, headers=headers)
+    assert answer.status_code == 200, answer.text
+    asked = {"tenant_id": "local", "user_id": "ana", "prompt": "Where did Ana move in May 2023?"}
+    recalled = (await client.post("/v1/memory/recall", json=asked)).json()["memories"]
+    assert [m["said_at"] for m in recalled] == ["2023-05-08T13:56:00.000000Z"]
+    bad = await client.post("/memory/add", json={**said, "occurred_at": "May 8"}, headers=headers)
+    assert bad.status_code == 422
+    assert "occurred_at" in bad.text
+    assert "May 8" in bad.text
 
 
 def test_fusion_lets_a_weak_vector_match_pass_no_strong_word_match() -> None:

@@ -217,6 +217,7 @@ def add_contract_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
                 metadata=body.metadata,
                 client_ref=body.client_ref,
                 verbatim=bool(body.verbatim),
+                occurred_at=body.occurred_at,
             )
         )
 

@@ -186,6 +186,8 @@ class AddMemoryBody(_Body):
     ) = None
     # Extension: store ``text`` as one memory exactly as given, without extraction.
     verbatim: StrictBool | None = None
+    # Extension: when it was said (an imported conversation's turn); recall by date uses it.
+    occurred_at: IsoTime | None = None
 
 
 _ROLE_ALIASES = {"human": "user", "ai": "assistant"}

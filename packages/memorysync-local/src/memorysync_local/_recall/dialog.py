@@ -10,7 +10,7 @@ it, when those belong to the same user and the same session (the same
 ``session_id``, or none for both). A memory that matched nothing can then be
 recalled for its neighbour, below it.
 
-Neighbours are found by id (one ``MemoryTable.by_ids`` lookup for the best
+Neighbours are found by id (one ``MemoryTable.lines`` lookup for the best
 candidates and the ids beside them), so the rule needs no storage support: a
 memory whose adjacent id belongs to another user (two conversations written at
 the same time) simply has no neighbour on that side.
@@ -33,7 +33,7 @@ from functools import lru_cache
 from memorysync_local._recall import answers
 from memorysync_local._recall.words import index_text, query_stems
 from memorysync_local._storage.interface import Session
-from memorysync_local._storage.records import MemoryRecord
+from memorysync_local._storage.records import MemoryLine
 
 # A memory that asks a question is ranked as if it matched this share of its score:
 # it repeats the words it asks about but states nothing (the answer usually follows).
@@ -71,8 +71,8 @@ def in_dialog(
     found: Sequence[tuple[int, float]],
     limit: int,
     prompt: str = "",
-) -> list[tuple[MemoryRecord, float]]:
-    """Up to ``limit`` memories ranked by their score plus their neighbours' shares.
+) -> list[tuple[int, float]]:
+    """Up to ``limit`` memory ids ranked by their score plus their neighbours' shares.
 
     ``found`` is (memory id, score) best first, every scored candidate (the first
     ``limit`` and their neighbours are looked at). A question's own score is
@@ -91,8 +91,7 @@ def in_dialog(
     if PREVIOUS_SHARE or NEXT_SHARE:
         wanted.update(memory_id + step for memory_id in top for step in (-1, 1))
     memories = {
-        memory.id: memory
-        for memory in session.memories.by_ids(sorted(wanted), tenant_id=tenant, user_id=user_id)
+        memory.id: memory for memory in session.memories.lines(sorted(wanted), tenant, user_id)
     }
     ranked: list[tuple[float, int, int]] = []
     for memory_id, memory in memories.items():
@@ -116,9 +115,9 @@ def in_dialog(
         if value > 0:
             ranked.append((-round(value, 6), place.get(memory_id, len(place)), -memory_id))
     ranked.sort()
-    return [(memories[-item[2]], -item[0]) for item in ranked[:limit]]
+    return [(-item[2], -item[0]) for item in ranked[:limit]]
 
 
-def _same_session(memory: MemoryRecord, beside: MemoryRecord) -> bool:
+def _same_session(memory: MemoryLine, beside: MemoryLine) -> bool:
     """Whether ``beside`` is of the same (non-empty) session as ``memory``."""
     return memory.session_id is not None and beside.session_id == memory.session_id

@@ -20,8 +20,9 @@ import math
 import re
 from collections.abc import Sequence
 
+from memorysync_local._recall.dates import DATE_BONUS, named_period
 from memorysync_local._recall.dialog import in_dialog
-from memorysync_local._recall.words import Matcher, query_stems, vocabulary_ranges
+from memorysync_local._recall.words import Matcher, index_text, query_stems, vocabulary_ranges
 from memorysync_local._storage.interface import Session, WordIndex
 from memorysync_local._storage.records import MemoryRecord
 
@@ -79,7 +80,22 @@ def lexical(
     limit: int,
     stats: TermStats | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
-    """Up to ``limit`` of the user's memories for the prompt, best first, with scores.
+    """Up to ``limit`` of the user's memories for the prompt, best first, with scores
+    (:func:`lexical_ranking`'s, as records)."""
+    return records(
+        session, tenant, user_id, lexical_ranking(session, tenant, user_id, prompt, limit, stats)
+    )
+
+
+def lexical_ranking(
+    session: Session,
+    tenant: str,
+    user_id: str,
+    prompt: str,
+    limit: int,
+    stats: TermStats | None = None,
+) -> list[tuple[int, float]]:
+    """Up to ``limit`` of the user's memory ids for the prompt, best first, with scores.
 
     Ranking every match costs a microsecond or more per matching memory: tens of
     milliseconds when a prompt word is in 10% of 100,000 memories. Instead each
@@ -90,8 +106,8 @@ def lexical(
     """
     found = word_scores(session, tenant, user_id, prompt, limit, stats)
     return [
-        (memory, round(min(1.0, value), 4))
-        for memory, value in in_dialog(session, tenant, user_id, found, limit, prompt)
+        (memory_id, round(min(1.0, value), 4))
+        for memory_id, value in in_dialog(session, tenant, user_id, found, limit, prompt)
     ]
 
 
@@ -108,7 +124,8 @@ def word_scores(
     stems = query_stems(prompt)
     found: list[tuple[int, float]] = []
     if stems:
-        found = _ranked(session.words, tenant, user_id, stems, stats or TermStats(), limit)
+        dated = _said_then(session, tenant, user_id, prompt, limit)
+        found = _ranked(session.words, tenant, user_id, stems, stats or TermStats(), limit, dated)
     if about_user(prompt) and len(found) < limit:
         seen = {memory_id for memory_id, _ in found}
         newest = session.memories.newest_ids(tenant, user_id, limit)
@@ -123,6 +140,7 @@ def _ranked(
     stems: Sequence[str],
     stats: TermStats,
     limit: int,
+    dated: dict[int, str],
 ) -> list[tuple[int, float]]:
     candidates: dict[int, str] = {}
     capped: list[str] = []
@@ -139,15 +157,32 @@ def _ranked(
         weight = dict(zip(stems, idf, strict=True))
         first, second = sorted(capped, key=lambda q: weight[q], reverse=True)[:2]
         candidates.update(words.newest_matching(tenant, user_id, [first, second], limit))
+    for memory_id, indexed in dated.items():
+        candidates.setdefault(memory_id, indexed)
     matcher = Matcher(stems)
     lengths = {memory_id: len(indexed.split()) for memory_id, indexed in candidates.items()}
     average = sum(lengths.values()) / max(1, len(lengths))
     scored: list[tuple[int, float, int]] = []
     for memory_id, indexed in candidates.items():
         length = lengths[memory_id]
-        scored.append((memory_id, score(matcher.counts(indexed), idf, length, average), length))
+        value = score(matcher.counts(indexed), idf, length, average)
+        if memory_id in dated:
+            value = round(value * (1.0 + DATE_BONUS), 4)
+        scored.append((memory_id, value, length))
     scored.sort(key=_order)
     return [(memory_id, value) for memory_id, value, _ in scored]
+
+
+def _said_then(
+    session: Session, tenant: str, user_id: str, prompt: str, limit: int
+) -> dict[int, str]:
+    """The memories said in the period the prompt names (:mod:`.dates`), id -> their
+    text's stems: a candidate however old, as the word index gives the newest only."""
+    period = named_period(prompt)
+    if period is None:
+        return {}
+    said = session.memories.said_in(tenant, user_id, period.since, period.until, limit)
+    return {line.id: index_text(line.text) for line in said}
 
 
 def _order(item: tuple[int, float, int]) -> tuple[float, int, int]:

@@ -44,7 +44,6 @@ from memorysync_local._recall.ranking import TermStats, word_scores
 from memorysync_local._recall.vector_index import VectorIndex
 from memorysync_local._storage.batches import BATCH, PROGRESS_FROM, in_batches
 from memorysync_local._storage.interface import Session, Storage
-from memorysync_local._storage.records import MemoryRecord
 
 logger = logging.getLogger("memorysync.local")
 
@@ -175,9 +174,9 @@ def hybrid(
     prompt: str,
     limit: int,
     stats: TermStats | None = None,
-) -> list[tuple[MemoryRecord, float]]:
-    """Lexical and vector recall fused (:func:`fuse`); lexical alone without a ``probe``
-    (:func:`prompt_vector`'s answer).
+) -> list[tuple[int, float]]:
+    """Memory ids, best first, with scores: lexical and vector recall fused
+    (:func:`fuse`); lexical alone without a ``probe`` (:func:`prompt_vector`'s answer).
 
     A memory whose cosine is not above ``MIN_COSINE`` is no vector match: an
     unrelated memory should not enter the list on the vector side alone.
@@ -193,8 +192,8 @@ def hybrid(
     else:
         reported = _clamped
     return [
-        (memory, reported(memory.id, value))
-        for memory, value in in_dialog(session, tenant, user_id, found, limit, prompt)
+        (memory_id, reported(memory_id, value))
+        for memory_id, value in in_dialog(session, tenant, user_id, found, limit, prompt)
     ]
 
 

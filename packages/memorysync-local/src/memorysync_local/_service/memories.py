@@ -11,7 +11,7 @@ from typing import Any
 from memorysync_local._extraction.extractor import Extraction, Fact
 from memorysync_local._extraction.rules import RuleBasedExtractor
 from memorysync_local._plans import Caller
-from memorysync_local._recall.ranking import TermStats, lexical
+from memorysync_local._recall.ranking import TermStats, lexical_ranking, records
 from memorysync_local._recall.vector_index import VectorIndex
 from memorysync_local._recall.vectors import hybrid, prompt_vector
 from memorysync_local._service.answers import hosted_memory, memory_item, recalled
@@ -147,6 +147,7 @@ class Memories(Operations):
         client_ref: str | None,
         deduplicate: bool = False,
         verbatim: bool = False,
+        occurred_at: str | None = None,
     ) -> dict[str, Any]:
         """Store the facts of an explicitly saved text; a memory object or a skipped answer.
 
@@ -156,7 +157,9 @@ class Memories(Operations):
         same session is not stored again; a text whose every fact exists answers
         skipped with reason ``duplicate`` and the ids of the facts it repeats.
         ``verbatim`` stores ``text`` as one memory exactly as given: no extraction,
-        no low-value filter (the caller decided it is worth keeping).
+        no low-value filter (the caller decided it is worth keeping). ``occurred_at``
+        (canonical UTC text) is when the text was said, kept as its memories' ``said_at``
+        (else the time of writing).
         """
         tenant = caller.tenant_id
         scalars = scalar_metadata(metadata)
@@ -170,6 +173,7 @@ class Memories(Operations):
             metadata={k: v for k, v in scalars.items() if k != "session_id"},
             origin="add",
             request_id=new_request_id(),
+            said_at=occurred_at,
         )
         with self._facts.write() as session:
             if client_ref is not None:
@@ -222,11 +226,10 @@ class Memories(Operations):
                 found = hybrid(
                     session, self.vectors, probe, tenant, user_id, prompt, limit, self.term_stats
                 )
-        else:
-            with self._storage.read() as session:
-                found = lexical(session, tenant, user_id, prompt, limit, self.term_stats)
-        # In ranking order: best score first, ties already broken there.
-        return _unique([recalled(m, value) for m, value in found if window.admits(m)])[:k]
+                return _first_admitted(session, tenant, user_id, found, k, window)
+        with self._storage.read() as session:
+            found = lexical_ranking(session, tenant, user_id, prompt, limit, self.term_stats)
+            return _first_admitted(session, tenant, user_id, found, k, window)
 
     def list_memories(
         self, tenant: str, user_id: str, limit: int, offset: int, window: ReadWindow = CURRENT
@@ -271,12 +274,26 @@ class Memories(Operations):
             return session.memories.delete(tenant, user_id, selection, dry_run=dry_run)
 
 
-def _unique(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The same fact told in two sessions is two memories; recall it once (the first)."""
-    unique: dict[str, dict[str, Any]] = {}
-    for item in items:
-        unique.setdefault(same_fact(item["text"]), item)
-    return list(unique.values())
+def _first_admitted(
+    session: Session,
+    tenant: str,
+    user_id: str,
+    ranked: Sequence[tuple[int, float]],
+    k: int,
+    window: ReadWindow,
+) -> list[dict[str, Any]]:
+    """The first ``k`` memories of ``ranked`` (ids best first) inside ``window``, as
+    recall answers. The same fact told in two sessions is two memories: it is recalled
+    once (the first). Records are read a page at a time, as most recalls need one."""
+    answers: dict[str, dict[str, Any]] = {}
+    page = max(2 * k, 10)
+    for start in range(0, len(ranked), page):
+        for memory, value in records(session, tenant, user_id, ranked[start : start + page]):
+            if window.admits(memory):
+                answers.setdefault(same_fact(memory.text), recalled(memory, value))
+        if len(answers) >= k:
+            break
+    return list(answers.values())[:k]
 
 
 def _new_facts(

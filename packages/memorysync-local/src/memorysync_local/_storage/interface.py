@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from memorysync_local._storage.records import (
     ErasedUser,
+    MemoryLine,
     MemoryRecord,
     MemorySelection,
     NewMemory,
@@ -158,6 +159,18 @@ class MemoryTable(Protocol):
     ) -> list[MemoryRecord]:
         """The memories among ``ids`` that exist (of that tenant / user when given),
         by id ascending. Unknown ids are left out."""
+        ...
+
+    def lines(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryLine]:
+        """The id, session and text of the user's memories among ``ids``, by id
+        ascending: what recall's ranking reads, for many candidates, cheaply."""
+        ...
+
+    def said_in(
+        self, tenant_id: str, user_id: str, since: str, until: str, limit: int
+    ) -> list[MemoryLine]:
+        """The user's ``limit`` newest memories said in ``[since, until)`` (their
+        ``said_at``, else ``created_at``), newest first."""
         ...
 
     def page(

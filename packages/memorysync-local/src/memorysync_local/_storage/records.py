@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 
 class Row(Protocol):
@@ -40,6 +40,14 @@ class NewMemory:
     created_at: str
     said_at: str
     attribute: str | None
+
+
+class MemoryLine(NamedTuple):
+    """What recall ranks a memory by beside its score: no JSON column to decode."""
+
+    id: int
+    session_id: str | None
+    text: str
 
 
 @dataclass(frozen=True)

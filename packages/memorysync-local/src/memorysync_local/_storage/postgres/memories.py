@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorysync_local._recall.words import memory_stems
 from memorysync_local._storage.records import (
+    MemoryLine,
     MemoryRecord,
     MemorySelection,
     NewMemory,
@@ -109,6 +110,30 @@ class PostgresMemories:
             sql += " AND user_id = %s"
             params.append(user_id)
         return self._all(sql + " ORDER BY id", params)
+
+    def lines(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryLine]:
+        if not ids:
+            return []
+        return self._lines(
+            "id = ANY(%s) AND tenant_id = %s AND user_id = %s ORDER BY id",
+            [list(ids), tenant_id, user_id],
+        )
+
+    def said_in(
+        self, tenant_id: str, user_id: str, since: str, until: str, limit: int
+    ) -> list[MemoryLine]:
+        return self._lines(
+            "tenant_id = %s AND user_id = %s AND COALESCE(said_at, created_at) >= %s"
+            " AND COALESCE(said_at, created_at) < %s ORDER BY id DESC LIMIT %s",
+            [tenant_id, user_id, since, until, limit],
+        )
+
+    def _lines(self, where: str, params: Sequence[Any]) -> list[MemoryLine]:
+        rows = self._s.conn.execute(
+            f"SELECT id, session_id, text FROM memories WHERE {where}",
+            params,
+        ).fetchall()
+        return [MemoryLine(row["id"], row["session_id"], row["text"]) for row in rows]
 
     def page(
         self,

@@ -12,12 +12,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memorysync_local._storage.records import (
+    MemoryLine,
     MemoryRecord,
     MemorySelection,
     NewMemory,
     ReadWindow,
     Revision,
 )
+
+# A memory line's columns (``records.MemoryLine``).
+_LINE = "id, session_id, text"
 
 
 def window_sql(window: ReadWindow) -> tuple[str, list[Any]]:
@@ -99,6 +103,29 @@ class SQLiteMemories:
             f"SELECT * FROM memories WHERE {where} ORDER BY id", params
         ).fetchall()
         return [MemoryRecord.from_row(row) for row in rows]
+
+    def lines(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryLine]:
+        """The id, session and text of the user's memories among ``ids``."""
+        if not ids:
+            return []
+        rows = self._conn.execute(
+            f"SELECT {_LINE} FROM memories WHERE id IN ({_marks(len(ids))})"
+            " AND +tenant_id = ? AND +user_id = ? ORDER BY id",  # "+": see by_ids
+            [*ids, tenant_id, user_id],
+        ).fetchall()
+        return [MemoryLine(*row) for row in rows]
+
+    def said_in(
+        self, tenant_id: str, user_id: str, since: str, until: str, limit: int
+    ) -> list[MemoryLine]:
+        """The user's newest memories said in ``[since, until)``, newest first."""
+        rows = self._conn.execute(
+            f"SELECT {_LINE} FROM memories WHERE tenant_id = ? AND user_id = ?"
+            " AND said_at >= ? AND said_at < ?"  # set on every memory since schema 7
+            " ORDER BY id DESC LIMIT ?",
+            [tenant_id, user_id, since, until, limit],
+        ).fetchall()
+        return [MemoryLine(*row) for row in rows]
 
     def page(
         self,

@@ -1,8 +1,9 @@
 """The SQLite schema: numbered migrations, each a script and an optional Python step.
 
 ``database.Database`` runs the versions a file lacks, in one transaction, when it
-opens it. The per-memory edit records (``memory_revisions``) are created apart,
-with ``IF NOT EXISTS`` (:data:`REVISIONS_DDL`), when a server opens the file.
+opens it. The per-memory edit records (``memory_revisions``) and the index of
+when memories were said are created apart, with ``IF NOT EXISTS``
+(:data:`REVISIONS_DDL`, :data:`SAID_INDEX_DDL`), when a server opens the file.
 """
 
 from __future__ import annotations
@@ -215,4 +216,10 @@ REVISIONS_DDL = (
     "CREATE INDEX IF NOT EXISTS memory_revisions_by_memory ON memory_revisions (memory_id, id)",
     "CREATE TRIGGER IF NOT EXISTS memory_revisions_ad AFTER DELETE ON memories BEGIN"
     " DELETE FROM memory_revisions WHERE memory_id = old.id; END",
+)
+
+# Recall of a question naming a date reads the user's memories said in a period
+# (``SQLiteMemories.said_in``); without this index that is a scan of all of them.
+SAID_INDEX_DDL = (
+    "CREATE INDEX IF NOT EXISTS memories_said ON memories (tenant_id, user_id, said_at)",
 )

@@ -203,6 +203,27 @@ def test_a_question_about_a_person_ranks_what_they_said_above_what_was_said_to_t
         )
 
 
+def test_a_speaker_s_next_turn_is_recalled_with_their_turn_that_matched() -> None:
+    # Turn 3 carries on Melanie's story and matches no word of the question; the other
+    # speaker's reaction sits between. Turn 4 (another session) matches "Melanie" only.
+    with embedded(":memory:") as server:
+        keep(
+            server,
+            "Melanie: We watched the meteor shower at the lake",
+            "Caroline: Wow, sounds amazing",
+            "Melanie: Tiny and in awe of the universe, that is how it left me",
+            session="night",
+        )
+        keep(server, "Melanie: Off to work now", session="monday")
+        assert ranked(server, "What did Melanie think of the meteor shower?")[:2] == [
+            "Melanie: We watched the meteor shower at the lake",
+            "Melanie: Tiny and in awe of the universe, that is how it left me",
+        ]
+        # Another speaker's turn two on does not borrow: it is not the teller's.
+        keep(server, "Ana: The shower sounds lovely", "Bob: It was", "Cleo: Sure", session="x")
+        assert "Cleo: Sure" not in ranked(server, "What about the shower, Ana?")
+
+
 @pytest.mark.parametrize(
     ("text", "stems"),
     [

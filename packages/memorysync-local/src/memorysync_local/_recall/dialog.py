@@ -15,6 +15,13 @@ candidates and the ids beside them), so the rule needs no storage support: a
 memory whose adjacent id belongs to another user (two conversations written at
 the same time) simply has no neighbour on that side.
 
+A speaker tells a story over several turns, the other speaker reacting in between
+("We saw the Perseids!" / "Wow!" / "I felt so tiny"): the turn that answers a
+question is often the teller's next one, matching none of the question's words. So
+a turn that names its speaker (below) also borrows ``OWN_TURN_SHARE`` of the gap
+to the same speaker's turns two before and two after it, in the same session,
+whether it matched anything or not.
+
 The lender's score is its own, before its question demotion: a question that
 echoes the prompt is exactly the turn whose answer should come up.
 
@@ -45,6 +52,8 @@ NEXT_SHARE = 0.5
 # A stored turn "Ana: ..." names its speaker first; a prompt naming that person ranks
 # the turns they said this share above their score (others may only address them).
 SPEAKER_BONUS = 0.75
+# How much a turn borrows from the same speaker's turn two before and two after it.
+OWN_TURN_SHARE = 0.5
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'\u2019.-]*(?:\s[A-Z][\w'\u2019.-]*)?)\s*:\s")
 
 
@@ -75,7 +84,9 @@ def in_dialog(
     """Up to ``limit`` memory ids ranked by their score plus their neighbours' shares.
 
     ``found`` is (memory id, score) best first, every scored candidate (the first
-    ``limit`` and their neighbours are looked at). A question's own score is
+    ``limit`` and the memories up to two ids beside them are looked at). A
+    speaker's turn borrows from their turns two before and after it
+    (``OWN_TURN_SHARE``). A question's own score is
     demoted (``QUESTION_WEIGHT``); the ranking value is returned unclamped. Ties
     keep ``found``'s order (a memory not in it comes after, newest first). When the
     ``prompt`` asks when (:func:`.answers.asks_when`), a memory that says when ranks
@@ -90,6 +101,8 @@ def in_dialog(
     wanted = set(top)
     if PREVIOUS_SHARE or NEXT_SHARE:
         wanted.update(memory_id + step for memory_id in top for step in (-1, 1))
+    if OWN_TURN_SHARE:
+        wanted.update(memory_id + step for memory_id in top for step in (-2, 2))
     memories = {
         memory.id: memory for memory in session.memories.lines(sorted(wanted), tenant, user_id)
     }
@@ -103,11 +116,18 @@ def in_dialog(
             beside = memories.get(memory_id + step)
             if beside is None or not _same_session(memory, beside):
                 continue
-            # Matching nothing itself, a memory is recalled only as the answer to a
-            # question that matched (not as any neighbour of any match).
+            # Matching nothing itself, a memory borrows from the turn beside it only as
+            # the answer to a question that matched (not as any neighbour of any match).
             if not matched and not (step == -1 and is_question(beside.text)):
                 continue
             value += share * max(0.0, own.get(beside.id, 0.0) - value)
+        # Matched or not, a speaker's turn carries on their own turn two before or after
+        # it (the other speaker's turn between them is a reaction).
+        speaker = speaker_stems(memory.text) if OWN_TURN_SHARE else []
+        for step in (-2, 2) if speaker else ():
+            beside = memories.get(memory_id + step)
+            if beside and _same_session(memory, beside) and speaker_stems(beside.text) == speaker:
+                value += OWN_TURN_SHARE * max(0.0, own.get(beside.id, 0.0) - value)
         if when and value > 0 and answers.says_when(memory.text):
             value *= 1.0 + answers.WHEN_BONUS
         if SPEAKER_BONUS and value > 0 and named and set(speaker_stems(memory.text)) & named:

@@ -101,11 +101,16 @@ def in_dialog(
     wanted = set(top)
     if PREVIOUS_SHARE or NEXT_SHARE:
         wanted.update(memory_id + step for memory_id in top for step in (-1, 1))
-    if OWN_TURN_SHARE:
-        wanted.update(memory_id + step for memory_id in top for step in (-2, 2))
     memories = {
         memory.id: memory for memory in session.memories.lines(sorted(wanted), tenant, user_id)
     }
+    speakers = {memory_id: speaker_stems(memory.text) for memory_id, memory in memories.items()}
+    if OWN_TURN_SHARE:
+        # Only a turn naming its speaker has own turns two away: facts need no second read.
+        further = {i + step for i in top if speakers.get(i) for step in (-2, 2)} - set(memories)
+        for memory in session.memories.lines(sorted(further), tenant, user_id):
+            memories[memory.id] = memory
+            speakers[memory.id] = speaker_stems(memory.text)
     ranked: list[tuple[float, int, int]] = []
     for memory_id, memory in memories.items():
         value = own.get(memory_id, 0.0)
@@ -123,14 +128,14 @@ def in_dialog(
             value += share * max(0.0, own.get(beside.id, 0.0) - value)
         # Matched or not, a speaker's turn carries on their own turn two before or after
         # it (the other speaker's turn between them is a reaction).
-        speaker = speaker_stems(memory.text) if OWN_TURN_SHARE else []
-        for step in (-2, 2) if speaker else ():
+        speaker = speakers[memory_id]
+        for step in (-2, 2) if speaker and OWN_TURN_SHARE else ():
             beside = memories.get(memory_id + step)
-            if beside and _same_session(memory, beside) and speaker_stems(beside.text) == speaker:
+            if beside and _same_session(memory, beside) and speakers[beside.id] == speaker:
                 value += OWN_TURN_SHARE * max(0.0, own.get(beside.id, 0.0) - value)
         if when and value > 0 and answers.says_when(memory.text):
             value *= 1.0 + answers.WHEN_BONUS
-        if SPEAKER_BONUS and value > 0 and named and set(speaker_stems(memory.text)) & named:
+        if SPEAKER_BONUS and value > 0 and named and set(speaker) & named:
             value *= 1.0 + SPEAKER_BONUS
         if value > 0:
             ranked.append((-round(value, 6), place.get(memory_id, len(place)), -memory_id))

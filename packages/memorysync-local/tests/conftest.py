@@ -30,10 +30,14 @@ def clients() -> Callable[..., httpx.AsyncClient]:
 
 
 def keep_verbatim(
-    server: Any, *texts: str, user_id: str = "ana", session_id: str | None = None
+    server: Any,
+    *texts: str,
+    user_id: str = "ana",
+    session_id: str | None = None,
+    said_at: str | None = None,
 ) -> None:
     """Store each of ``texts`` as one memory of ``user_id``, as given (no extraction),
-    in order, in ``session_id``."""
+    in order, in ``session_id``, said at ``said_at`` (else now)."""
     caller = Caller("k", "local", False, None)
     for text in texts:
         server.store.add_memory(
@@ -47,4 +51,5 @@ def keep_verbatim(
             metadata=None,
             client_ref=None,
             verbatim=True,
+            occurred_at=said_at,
         )

@@ -239,19 +239,7 @@ def test_a_speaker_is_the_capitalised_label_a_turn_starts_with(text: str, stems:
 
 
 def keep_said(server: Any, text: str, said_at: str) -> None:
-    server.store.add_memory(
-        CALLER,
-        user_id="ana",
-        text=text,
-        source="t",
-        tags=None,
-        importance=None,
-        session_id=None,
-        metadata=None,
-        client_ref=None,
-        verbatim=True,
-        occurred_at=said_at,
-    )
+    keep_verbatim(server, text, said_at=said_at)
 
 
 def test_a_question_naming_a_month_ranks_what_was_said_then_above_an_equal_match() -> None:

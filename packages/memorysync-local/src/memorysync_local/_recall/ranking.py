@@ -8,8 +8,9 @@ saturated by how often the memory repeats it and normalised by the memory's
 length), so that among memories matching the same words the one that is about
 them, not one that mentions them in passing, comes first. A memory that is a
 question (ends with ``?``) is demoted, and a memory borrows from its neighbours in
-a conversation (:mod:`.dialog`). Ties go to the shorter memory (its match is
-denser), then to the newest. A question about the user themself
+a conversation (:mod:`.dialog`). A prompt naming a date brings in the memories
+said then (:mod:`.dates`). Ties go to the shorter memory (its match is denser), then
+to the newest. A question about the user themself
 ("what do you know about me?") names no topic: it recalls the user's newest facts
 instead.
 """
@@ -72,21 +73,6 @@ def score(counts: Sequence[int], idf: Sequence[float], length: int, average: flo
     return round(0.5 * covered / ceiling + 0.5 * bm25 / ceiling, 4)
 
 
-def lexical(
-    session: Session,
-    tenant: str,
-    user_id: str,
-    prompt: str,
-    limit: int,
-    stats: TermStats | None = None,
-) -> list[tuple[MemoryRecord, float]]:
-    """Up to ``limit`` of the user's memories for the prompt, best first, with scores
-    (:func:`lexical_ranking`'s, as records)."""
-    return records(
-        session, tenant, user_id, lexical_ranking(session, tenant, user_id, prompt, limit, stats)
-    )
-
-
 def lexical_ranking(
     session: Session,
     tenant: str,
@@ -120,7 +106,7 @@ def word_scores(
     stats: TermStats | None = None,
 ) -> list[tuple[int, float]]:
     """Every scored candidate (memory id, unclamped score), best first: the first
-    ``limit`` are the best of the user's memories for the prompt (see :func:`lexical`)."""
+    ``limit`` are the best of the user's memories for the prompt (see :func:`lexical_ranking`)."""
     stems = query_stems(prompt)
     found: list[tuple[int, float]] = []
     if stems:

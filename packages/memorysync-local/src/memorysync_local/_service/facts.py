@@ -20,7 +20,7 @@ from typing import Any
 from memorysync_local._extraction.extractor import Extraction, Extractor, Fact
 from memorysync_local._extraction.llm import RelatedMemory
 from memorysync_local._recall.embedding import Embedder
-from memorysync_local._recall.ranking import lexical
+from memorysync_local._recall.ranking import lexical_ranking, records
 from memorysync_local._recall.vectors import store_vectors
 from memorysync_local._service.validity import retract, supersede
 from memorysync_local._storage.interface import Session, Storage
@@ -169,7 +169,8 @@ class FactWriter:
         memories that match the turn's words, then their newest, at most 20."""
         if not self.wants_related:
             return []
-        found = [memory for memory, _ in lexical(session, ctx.tenant_id, ctx.user_id, text, 20)]
+        ranked = lexical_ranking(session, ctx.tenant_id, ctx.user_id, text, 20)
+        found = [memory for memory, _ in records(session, ctx.tenant_id, ctx.user_id, ranked)]
         found += session.memories.latest_said_current(ctx.tenant_id, ctx.user_id, 20)
         related: dict[int, RelatedMemory] = {}
         for memory in found:

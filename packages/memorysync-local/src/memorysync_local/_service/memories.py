@@ -284,9 +284,10 @@ def _first_admitted(
 ) -> list[dict[str, Any]]:
     """The first ``k`` memories of ``ranked`` (ids best first) inside ``window``, as
     recall answers. The same fact told in two sessions is two memories: it is recalled
-    once (the first). Records are read a page at a time, as most recalls need one."""
+    once (the first). Records are read a page at a time (4k: one read for most recalls,
+    as a repeated fact or a closed one takes a place)."""
     answers: dict[str, dict[str, Any]] = {}
-    page = max(2 * k, 10)
+    page = max(4 * k, 20)
     for start in range(0, len(ranked), page):
         for memory, value in records(session, tenant, user_id, ranked[start : start + page]):
             if window.admits(memory):

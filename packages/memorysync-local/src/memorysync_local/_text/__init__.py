@@ -1,0 +1,1 @@
+"""Text analysis shared by storage, recall and extraction (imports nothing of theirs)."""

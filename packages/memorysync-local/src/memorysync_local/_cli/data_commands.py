@@ -9,10 +9,12 @@ to be typed back unless ``--yes``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -150,6 +152,14 @@ def _export(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
                 flush=True,
             )
 
+    if args.output and os.path.islink(args.output):
+        # Following it would overwrite (and chmod) whatever file the link names.
+        print(
+            f"memorysync-local: {args.output!r} is a symbolic link; name the file itself "
+            "(an export is written as a new file, never through a link)",
+            file=sys.stderr,
+        )
+        return 2
     data = export_user(db, args.tenant, args.user, progress=progress)
     text = json.dumps(data, ensure_ascii=False, indent=2)
     if args.output:
@@ -221,9 +231,20 @@ def write_private(path: str, text: str) -> None:
     """Write ``text`` to ``path`` readable by its owner alone (0600), whatever the umask.
 
     An export holds a user's memories and transcripts: as private as the database.
-    A file already there is truncated and made 0600 before anything is written to it.
+    The text goes to a new file beside ``path`` (created 0600), which then replaces
+    ``path`` in one rename: a reader never sees half an export, and a symbolic link
+    planted at ``path`` after the caller's check is replaced, never followed.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding="utf-8") as handle:
-        os.fchmod(fd, 0o600)
-        handle.write(text)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(prefix=".memorysync-export-", dir=folder)
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(fd, 0o600)
+            handle.write(text)
+            handle.flush()
+            os.fsync(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -1,4 +1,4 @@
-"""``memorysync-local users|memories|sessions|history|export|forget|stats``.
+"""``memorysync-local users|memories|sessions|history|export|import|forget|stats``.
 
 Each command opens the database directly (``--db``; a running server may keep
 serving it) and works in one tenant (``--tenant``, default ``local``). Tables
@@ -29,11 +29,21 @@ from memorysync_local._service.users_data import (
     stats,
     transcript,
 )
+from memorysync_local._service.users_import import import_items, prepare
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.interface import Storage
 from memorysync_local._storage.target import backend_of, open_storage
 
-DATA_COMMANDS = ("users", "memories", "sessions", "history", "export", "forget", "stats")
+DATA_COMMANDS = (
+    "users",
+    "memories",
+    "sessions",
+    "history",
+    "export",
+    "import",
+    "forget",
+    "stats",
+)
 
 
 def add_data_commands(commands: Any) -> None:
@@ -66,6 +76,11 @@ def add_data_commands(commands: Any) -> None:
     export.add_argument(
         "--progress", action="store_true", help="show progress even when stderr is not a terminal"
     )
+    imported = command(
+        "import", "store an export for a user as it was (texts, states, times, links)"
+    )
+    imported.add_argument("user", help="the user the export is stored for")
+    imported.add_argument("file", help="an export (memorysync-local export, export()); - for stdin")
     forget = command("forget", "erase every memory, transcript and pending job of a user")
     forget.add_argument("user")
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -116,6 +131,8 @@ def _run(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
         _emit(out, args, [counts], tuple(counts))
     elif args.command == "export":
         return _export(db, args, out)
+    elif args.command == "import":
+        return _import(db, args, out)
     elif args.command == "forget":
         return _forget(db, args, out)
     return 0
@@ -176,6 +193,28 @@ def _export(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _import(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        if args.file == "-":
+            data = json.load(sys.stdin)
+        else:
+            with open(args.file, encoding="utf-8") as handle:
+                data = json.load(handle)
+        memories, turns = prepare(data)
+    except (OSError, ValueError) as exc:  # (json's errors are ValueErrors)
+        print(f"memorysync-local: cannot import {args.file!r}: {exc}", file=sys.stderr)
+        return 2
+    done = import_items(db, args.tenant, args.user, memories, turns)
+    counts: dict[str, Any] = {"user_id": args.user}
+    for kind in ("memories", "turns"):
+        results = done[kind]
+        created = sum(1 for r in results if r["status"] == "created")
+        counts[f"{kind}_created"] = created
+        counts[f"{kind}_skipped"] = len(results) - created
+    _emit(out, args, [counts], tuple(counts))
+    return 0
+
+
 def _forget(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
     if not args.yes:
         if not sys.stdin.isatty():
@@ -201,11 +240,8 @@ def _emit(
     out: TextIO, args: argparse.Namespace, rows: Sequence[dict[str, Any]], columns: Sequence[str]
 ) -> None:
     if args.json:
-        value: Any = (
-            rows[0]
-            if args.command in ("stats", "forget") or (args.command == "export" and args.output)
-            else list(rows)
-        )
+        one = args.command in ("stats", "forget", "import")
+        value: Any = rows[0] if one or (args.command == "export" and args.output) else list(rows)
         print(json.dumps(value, ensure_ascii=False, indent=2), file=out)
         return
     print(_table(rows, columns), file=out)

@@ -23,6 +23,7 @@ import pytest
 from memorysync_core import EXPORT_SCHEMA, MemorySyncAPI, UserMemory
 from memorysync_local._cli import build_parser
 from memorysync_local._cli.data_commands import run_data_command
+from shared.local_server import stored_history
 
 # Eighteen user turns, each one memory (the attack run's reproduction).
 TURNS = [
@@ -311,3 +312,35 @@ async def test_what_the_official_client_wrote_reads_back_the_same_from_the_new_u
             await client.aclose()
         await core_ana.aclose()
         await core_bo.aclose()
+
+
+async def test_a_large_export_goes_in_calls_of_100_each_one_add_of_the_plan(
+    make_local_server: Callable[..., Any],
+) -> None:
+    from memorysync_local import Plan
+
+    srv = make_local_server(plans={"ms_local_dev_key": Plan("free", 3)})
+    _, ana = memory_of(srv, "ana")
+    try:
+        data = export_with_equal_turns()
+        data["transcripts"] = {"s1": [{"role": "user", "content": f"turn {n}"} for n in range(250)]}
+        data["memories"] = [{"text": f"Likes colour {n}", "kind": "preference"} for n in range(5)]
+        report = await ana.import_export(data)  # 1 call of memories, 3 of turns: 4 adds
+        assert (report.memories_created, report.turns_created) == (5, 200)
+        assert report.turns_skipped == 50
+        assert {s.reason for s in report.skipped} == {"plan_limit_reached"}
+        # (Over a free plan's limit reads come back empty: the file is read directly.)
+        stored = stored_history(srv, "local", "ana", "s1")
+        assert [t["content"] for t in stored] == [f"turn {n}" for n in range(200)]
+    finally:
+        await ana.aclose()
+
+
+def test_the_command_line_reads_an_export_from_standard_input(
+    make_local_server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srv = make_local_server()
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(export_with_equal_turns())))
+    status, summary = cli("import", "bo", "-", "--db", str(srv.db_path))
+    assert status == 0
+    assert (summary["turns_created"], summary["turns_skipped"]) == (3, 0)

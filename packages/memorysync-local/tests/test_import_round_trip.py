@@ -344,3 +344,21 @@ def test_the_command_line_reads_an_export_from_standard_input(
     status, summary = cli("import", "bo", "-", "--db", str(srv.db_path))
     assert status == 0
     assert (summary["turns_created"], summary["turns_skipped"]) == (3, 0)
+
+
+async def test_long_turns_are_sent_in_calls_the_server_accepts(
+    make_local_server: Callable[..., Any],
+) -> None:
+    # 100 turns of 16,000 four-byte characters and a 60 kB payload each: one call of
+    # 100 would be 12 MB, over the server's 8 MiB body limit (413).
+    srv = make_local_server()
+    _, ana = memory_of(srv, "ana")
+    try:
+        turn = {"role": "user", "content": "😀" * 16_000, "payload": {"blob": "x" * 60_000}}
+        data = export_with_equal_turns()
+        data["transcripts"] = {"s1": [dict(turn, seq=n) for n in range(100)]}
+        report = await ana.import_export(data)
+        assert (report.turns_created, report.turns_skipped) == (100, 0)
+        assert len(stored_history(srv, "local", "ana", "s1")) == 100
+    finally:
+        await ana.aclose()

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 _IMPORT = "/x-local/v1/import"
 _BATCH = 100
+# A call's items in bytes of JSON at most (one item alone may be larger).
+_BATCH_BYTES = 4 * 1024 * 1024
 
 
 def identity(kind: str, *what: Any) -> str:
@@ -177,8 +179,8 @@ async def import_verbatim(
     created = turns_created = 0
     skipped: list[ImportSkip] = []
     calls: list[tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]]
-    calls = [(list(memories[i : i + _BATCH]), []) for i in range(0, len(memories), _BATCH)]
-    calls += [([], list(turns[i : i + _BATCH])) for i in range(0, len(turns), _BATCH)]
+    calls = [(batch, []) for batch in _batches(memories)]
+    calls += [([], batch) for batch in _batches(turns)]
     for number, (facts, said) in enumerate(calls):
         body = {
             "user_id": memory.user_id,
@@ -213,6 +215,20 @@ async def import_verbatim(
                     skip("turn", item["source_id"], item["session_id"], item["content"], reason)
                 )
     return created, turns_created, skipped
+
+
+def _batches(items: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """``items`` in calls of at most 100, each body well under the server's 8 MiB."""
+    batches: list[list[Mapping[str, Any]]] = []
+    size = 0
+    for item in items:
+        weight = len(json.dumps(_sent(item), ensure_ascii=False).encode("utf-8"))
+        if not batches or len(batches[-1]) >= _BATCH or size + weight > _BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += weight
+    return batches
 
 
 def _results(answer: Any, name: str, sent: int) -> list[Mapping[str, Any]]:

@@ -1,14 +1,22 @@
 """Named dates: a question that names a day or a month asks about what was said then.
 
 "What did Ana cook on 3 June, 2023?", "Where did Joanna travel in July 2022?": the
-answer was told on that day, or in that month, or in the days after it (people
-tell what they did "last week"). So a prompt naming a date with its year (a day
-or a month; a month without a year, or a year alone, is too vague to narrow
-anything) gives a period, from the start of that day or month to ``TOLD_WITHIN``
-after its end; the memories said in it (their ``said_at``: a turn's
-``occurred_at``, or the time of writing; the newest ones, as many as recall ranks)
-are brought in as candidates however old, and rank ``DATE_BONUS`` above their word
-score.
+answer was told on that day or in that month, or, when the user said nothing more
+then, the next time they talked (people tell what they did "yesterday", "last
+week"). So a prompt naming a date with its year (a day or a month; a month without
+a year, or a year alone, is too vague to narrow anything) gives a period, that day
+or that month (:func:`named_period`), which the user's own data then extends to
+the end of the day they next said anything (:func:`told_by`): a user who talks daily
+gets a day more, one who talks weekly a week. The memories said in it (their
+``said_at``: a turn's ``occurred_at``, or the time of writing; the newest ones, as
+many as recall ranks) are brought in as candidates however old, and rank
+``DATE_BONUS`` above their word score.
+
+Tuned on LoCoMo's dev conversations, where each session carries a date and the
+evidence of a question naming a date was said in that period or at the next
+session (the earlier rule, a fixed 7 days after the period, followed how LoCoMo
+spaces its sessions). A prompt naming no full date, or memories said at no other
+time than when they were written, leave it with nothing to do but the period itself.
 """
 
 from __future__ import annotations
@@ -22,9 +30,6 @@ from memorysync_local._timeutil import render
 # How much a memory said in the named period ranks above its score (a share of it,
 # so a memory matching nothing is not recalled for its date alone).
 DATE_BONUS = 1.0
-# Events are told some days after they happen: the period runs this long past the
-# named day or month.
-TOLD_WITHIN = timedelta(days=7)
 
 _MONTHS = {
     name: number
@@ -58,7 +63,7 @@ class Period:
 
 
 def named_period(prompt: str) -> Period | None:
-    """The period a prompt's first full date names (plus ``TOLD_WITHIN``), or None."""
+    """The period a prompt's first full date names (that day, that month), or None."""
     for pattern in _DATES:
         found = pattern.search(prompt)
         if found is None:
@@ -74,5 +79,14 @@ def named_period(prompt: str) -> Period | None:
                 end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc)
         except ValueError:  # "31 June": no such day
             continue
-        return Period(render(start), render(end + TOLD_WITHIN))
+        return Period(render(start), render(end))
     return None
+
+
+def told_by(period: Period, next_said: str | None) -> Period:
+    """``period`` up to the end of the UTC day of ``next_said``, the first time the user
+    said anything at or after the period's end (None: nothing since; the period as is)."""
+    if next_said is None:
+        return period
+    day = datetime.fromisoformat(next_said[:10]).replace(tzinfo=timezone.utc)
+    return Period(period.since, max(period.until, render(day + timedelta(days=1))))

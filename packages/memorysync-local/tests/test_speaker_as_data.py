@@ -196,7 +196,8 @@ def test_concurrent_writers_give_each_session_contiguous_positions(
         lines = session.memories.lines(ids, "local", "ana")
     by_session: dict[str, list[tuple[int, str]]] = {}
     for line in sorted(lines):  # by id
-        assert line.session_id is not None and line.position is not None
+        assert line.session_id is not None
+        assert line.position is not None
         by_session.setdefault(line.session_id, []).append((line.position, line.text))
     assert len(by_session) == 4
     for name, places in by_session.items():

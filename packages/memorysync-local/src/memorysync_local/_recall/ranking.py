@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from memorysync_local._recall.dates import DATE_BONUS, named_period, told_by
+from memorysync_local._recall.dates import DATE_BONUS, named_period
 from memorysync_local._recall.dialog import in_dialog
 from memorysync_local._recall.words import Matcher, index_text, query_stems, vocabulary_ranges
 from memorysync_local._storage.interface import Session, WordIndex
@@ -162,13 +162,11 @@ def _ranked(
 def _said_then(
     session: Session, tenant: str, user_id: str, prompt: str, limit: int
 ) -> dict[int, str]:
-    """The memories said in the period the prompt names, up to the user's next day of
-    talk (:mod:`.dates`), id -> their text's stems: a candidate however old, as the word
-    index gives the newest only."""
-    named = named_period(prompt)
-    if named is None:
+    """The memories said in the period the prompt names (:mod:`.dates`), id -> their
+    text's stems: a candidate however old, as the word index gives the newest only."""
+    period = named_period(prompt)
+    if period is None:
         return {}
-    period = told_by(named, session.memories.first_said_from(tenant, user_id, named.until))
     said = session.memories.said_in(tenant, user_id, period.since, period.until, limit)
     return {line.id: index_text(line.text) for line in said}
 

@@ -175,11 +175,6 @@ class MemoryTable(Protocol):
         in no set order: a dialog turn's neighbours in its session."""
         ...
 
-    def first_said_from(self, tenant_id: str, user_id: str, since: str) -> str | None:
-        """When the user's first memory said at or after ``since`` was said (its
-        ``said_at``), or None."""
-        ...
-
     def said_in(
         self, tenant_id: str, user_id: str, since: str, until: str, limit: int
     ) -> list[MemoryLine]:

@@ -143,14 +143,6 @@ class PostgresMemories:
             [tenant_id, user_id, [place[0] for place in places], [place[1] for place in places]],
         )
 
-    def first_said_from(self, tenant_id: str, user_id: str, since: str) -> str | None:
-        row = self._s.conn.execute(
-            "SELECT MIN(said_at) AS said FROM memories WHERE tenant_id = %s AND user_id = %s"
-            " AND said_at >= %s",
-            (tenant_id, user_id, since),
-        ).fetchone()
-        return None if row is None or row["said"] is None else str(row["said"])
-
     def said_in(
         self, tenant_id: str, user_id: str, since: str, until: str, limit: int
     ) -> list[MemoryLine]:

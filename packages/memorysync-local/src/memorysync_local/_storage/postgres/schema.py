@@ -175,8 +175,6 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 DIALOG_STATEMENTS: tuple[str, ...] = (
     f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS speaker {_TEXT}",
     "ALTER TABLE memories ADD COLUMN IF NOT EXISTS session_position BIGINT",
-    # Recall of a prompt naming a date reads when the user next talked (dates.told_by).
-    "CREATE INDEX IF NOT EXISTS memories_said ON memories (tenant_id, user_id, said_at)",
     "CREATE INDEX IF NOT EXISTS memories_in_session "
     "ON memories (tenant_id, user_id, session_id, session_position) "
     "WHERE session_position IS NOT NULL",

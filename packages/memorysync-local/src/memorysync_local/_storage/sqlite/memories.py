@@ -149,15 +149,6 @@ class SQLiteMemories:
         ).fetchall()
         return [MemoryLine(*row) for row in rows]
 
-    def first_said_from(self, tenant_id: str, user_id: str, since: str) -> str | None:
-        """When the user's first memory said at or after ``since`` was said."""
-        row = self._conn.execute(
-            "SELECT MIN(said_at) FROM memories WHERE tenant_id = ? AND user_id = ?"
-            " AND said_at >= ?",
-            (tenant_id, user_id, since),
-        ).fetchone()
-        return None if row is None or row[0] is None else str(row[0])
-
     def said_in(
         self, tenant_id: str, user_id: str, since: str, until: str, limit: int
     ) -> list[MemoryLine]:

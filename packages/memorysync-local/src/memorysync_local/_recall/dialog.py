@@ -18,7 +18,9 @@ For dialog turns:
   So a turn ranks by its own score plus ``PREVIOUS_SHARE`` of the gap to the turn
   just before it in its session and ``NEXT_SHARE`` of the gap to the turn just
   after it. A turn that matched nothing borrows only as the answer to a question
-  that matched (the turn before it asks), and is then recalled below it.
+  that matched (the turn before it asks), and is then recalled below it; a turn
+  whose speaker the prompt names (below) borrows as one that matched (it is about
+  the prompt's person).
 - **Questions.** A turn that asks (ends with ``?``) ranks as if it matched
   ``QUESTION_WEIGHT`` of its score: it repeats the words it asks about but states
   nothing (the answer usually follows). The lender's score is its own, before this
@@ -164,7 +166,8 @@ def in_dialog(
         value = own.get(memory_id, 0.0)
         at = _place(memory)
         if at is not None:
-            value = _in_dialog(memory, at, value, own, turns)
+            said_by_named = _speaker_key(memory.speaker or "") in named
+            value = _in_dialog(memory, at, value, own, turns, said_by_named)
         if SPEAKER_BONUS and value > 0 and memory.speaker and _speaker_key(memory.speaker) in named:
             value *= 1.0 + SPEAKER_BONUS
         if when and value > 0 and answers.says_when(memory.text):
@@ -181,10 +184,14 @@ def _in_dialog(
     value: float,
     own: dict[int, float],
     turns: dict[tuple[str, int], MemoryLine],
+    named: bool,
 ) -> float:
-    """A dialog turn's value: its question demotion, then what it borrows beside it."""
+    """A dialog turn's value: its question demotion, then what it borrows beside it.
+
+    ``named``: the prompt names the turn's speaker, so the turn is about the prompt's
+    person and borrows as a turn that matched a word of the prompt does."""
     session_id, position = at
-    matched = value > 0
+    matched = value > 0 or named
     if matched and is_question(memory.text):
         value *= QUESTION_WEIGHT
     for step, share in ((-1, PREVIOUS_SHARE), (1, NEXT_SHARE)):

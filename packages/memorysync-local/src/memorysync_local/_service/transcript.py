@@ -194,6 +194,10 @@ def _named(payload: Any) -> str | None:
     """The speaker's name a turn's payload carries (``{"name": ...}``, as the core's
     adapters send it), else None: the facts drawn from the turn keep it."""
     name = payload.get("name") if isinstance(payload, dict) else None
-    if not isinstance(name, str):
+    if not isinstance(name, str) or "\x00" in name:
+        return None
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate: no name to store
         return None
     return unicodedata.normalize("NFC", name).strip()[:512] or None

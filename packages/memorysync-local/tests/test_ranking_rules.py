@@ -249,6 +249,26 @@ def test_a_speaker_s_next_turn_is_recalled_with_their_turn_that_matched() -> Non
         assert "Cleo: Sure" not in ranked(server, "What about the shower, Ana?")
 
 
+def test_a_turn_of_the_named_speaker_carries_on_their_turn_before_it() -> None:
+    # The second turn matches no word of the question and follows no question: it is
+    # recalled because the question names who said it, and not when it names another.
+    with embedded(":memory:") as server:
+        keep_turns(
+            server,
+            "Caroline: We finally adopted a dog",
+            "Caroline: A labrador, two years old, called Oscar",
+            session="s1",
+        )
+        keep_turns(server, "Melanie: I adopted nothing yet", session="s2")
+        assert ranked(server, "What did Caroline adopt?")[:2] == [
+            "Caroline: We finally adopted a dog",
+            "Caroline: A labrador, two years old, called Oscar",
+        ]
+        assert "Caroline: A labrador, two years old, called Oscar" not in ranked(
+            server, "What did Melanie adopt?"
+        )
+
+
 @pytest.mark.parametrize(
     ("prompt", "speaker", "named"),
     [

@@ -9,14 +9,19 @@ session, whatever ids other writers took in between.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from memorysync_local._plans import Caller
+from memorysync_local._storage.records import NewMemory
+from memorysync_local._storage.target import open_storage
 from shared.local_server import client_for
 
 
@@ -233,3 +238,34 @@ async def test_turns_beside_each_other_by_position_survive_interleaved_writes(
     async with client_for(server) as client:
         assert texts(await recall(client, "What books are in the library?")) == list(LIBRARY)
         assert texts(await recall(client, "Any pets at home?")) == list(sessions["pets"])
+
+
+def test_a_file_an_older_server_made_gets_the_columns_at_open(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+
+    def turn(text: str, speaker: str | None) -> NewMemory:
+        return NewMemory(
+            "local", "ana", text, "other", None, "s1", {}, "add", None, None, "x", "x", None,
+            speaker,
+        )  # fmt: skip
+
+    storage = open_storage(path)
+    with storage.write() as session:
+        session.memories.insert(turn("old turn", None))
+    storage.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as an older server left it
+        conn.execute("DROP INDEX memories_in_session")
+        conn.execute("ALTER TABLE memories DROP COLUMN speaker")
+        conn.execute("ALTER TABLE memories DROP COLUMN session_position")
+    storage = open_storage(path)
+    try:
+        with storage.write() as session:
+            new = session.memories.insert(turn("new turn", "Ana"))
+        with storage.read() as session:
+            lines = session.memories.lines([1, new], "local", "ana")
+    finally:
+        storage.close()
+    assert [(m.text, m.speaker, m.position) for m in lines] == [
+        ("old turn", None, None),
+        ("new turn", "Ana", 1),
+    ]

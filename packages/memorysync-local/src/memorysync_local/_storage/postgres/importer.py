@@ -32,7 +32,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
     "memories": (
         "id", "tenant_id", "user_id", "text", "kind", "source", "session_id", "metadata",
         "tags", "importance", "origin", "history_id", "request_id", "created_at", "said_at",
-        "attribute", "valid_until", "superseded_by",
+        "attribute", "valid_until", "superseded_by", "speaker", "session_position",
     ),
     "history": (
         "id", "tenant_id", "user_id", "session_id", "source", "role", "content",

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memorysync_local._http.inspector import INSPECTOR_HTML
 from memorysync_local._http.json_response import json_answer
-from memorysync_local._http.models import MAX_ID_CHARS, MAX_INT
+from memorysync_local._http.models import MAX_ID_CHARS, MAX_INT, Name
 from memorysync_local._plans import Caller, KeyRing
 from memorysync_local._service.store import Store
 from memorysync_local._service.users_data import (
@@ -37,7 +37,9 @@ UserId = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS)]
 
 class UserBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    user_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    # Name: 1-512 characters of storable text (no NUL, no unpaired surrogate), as
+    # every id of the contract's bodies.
+    user_id: Name
 
 
 class MemoryBody(UserBody):
@@ -45,7 +47,7 @@ class MemoryBody(UserBody):
 
 
 class SessionBody(UserBody):
-    session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    session_id: Name
 
 
 def add_local_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:

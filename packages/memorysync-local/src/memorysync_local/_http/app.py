@@ -50,7 +50,8 @@ def create_app(
     thread, as the hosted service does; by default a write is readable as soon as
     it is answered. ``db_path`` is a SQLite file or ``":memory:"`` (a
     ``postgresql://`` URL names a PostgreSQL database). ``body_timeout`` is how long
-    the server waits for the next piece of a request body before answering 408.
+    the server waits for the next piece of a request body before answering 408; served
+    (``serve``, ``serve_in_thread``), a request's headers get as long to arrive.
     ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
     ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
     ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
@@ -89,6 +90,8 @@ def create_app(
     _document_error_answers(app)
     app.state.store = store
     app.state.keys = keys
+    # The served server bounds reading a request's headers by the same timeout.
+    app.state.body_timeout = body_timeout
     install_error_handlers(app)
     app.add_middleware(GuardMiddleware, keys=keys, body_timeout=body_timeout)
     add_contract_routes(app, store, keys)

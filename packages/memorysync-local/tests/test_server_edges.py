@@ -143,3 +143,27 @@ async def test_valid_percent_encoded_ids_still_work(client: httpx.AsyncClient) -
     assert [m["text"] for m in listed.json()["memories"]] == ["Lives in Oslo"]
     found = await client.get("/x-local/v1/memories", params={"user_id": user})
     assert [m["text"] for m in found.json()["memories"]] == ["Lives in Oslo"]
+
+
+# --- item 10: readiness checks the storage, liveness does not ------------------------
+
+
+async def test_ready_answers_200_without_a_key_while_the_storage_answers(
+    client: httpx.AsyncClient,
+) -> None:
+    answer = await client.get("/ready", headers={"X-API-Key": ""})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"status": "ready"}
+
+
+async def test_ready_is_503_once_the_storage_cannot_be_read_and_health_stays_200(
+    client: httpx.AsyncClient, server: Any
+) -> None:
+    server.store.db.close()
+    answer = await client.get("/ready")
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["status"] == "unavailable"
+    assert answer.headers["retry-after"] == "1"
+    alive = await client.get("/health")
+    assert alive.status_code == 200
+    assert alive.json()["status"] == "ok"

@@ -36,7 +36,9 @@ logger = logging.getLogger("memorysync.local")
 MAX_BODY_BYTES = 8 * 1024 * 1024
 BODY_TIMEOUT_SECONDS = 10.0
 # Routes that answer without a key (everything else needs one).
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset(
+    {"/health", "/ready", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+)
 
 
 class GuardMiddleware:

@@ -76,12 +76,7 @@ def add_contract_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
 
     readiness = Readiness(store.created_at)
 
-    @app.get(
-        "/ready",
-        tags=["meta"],
-        response_model=dict[str, str],
-        responses={503: {"description": "the storage cannot be reached now"}},
-    )
+    @app.get("/ready", tags=["meta"], response_model=dict[str, str])
     async def ready() -> Response:
         """Readiness probe (no key needed): 200 while the storage answers a read, 503
         while it cannot be reached (``/health`` stays 200: the process is alive)."""

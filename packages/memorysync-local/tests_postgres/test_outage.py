@@ -117,10 +117,12 @@ async def ready_until(client: httpx.AsyncClient, status: int) -> httpx.Response:
 
 
 async def test_ready_is_503_while_postgresql_is_down_and_health_stays_200(
-    own_postgres: PostgresServer, lines: Lines
+    own_postgres: PostgresServer, lines: Lines, short_pool_wait: None
 ) -> None:
     with serve_in_thread(db=fresh_database(own_postgres)) as server:
-        async with httpx.AsyncClient(base_url=server.base_url, timeout=WAIT) as client:
+        async with httpx.AsyncClient(
+            base_url=server.base_url, headers={"X-API-Key": KEY}, timeout=WAIT
+        ) as client:
             up = await client.get("/ready")
             assert up.status_code == 200, up.text
             assert up.json() == {"status": "ready"}
@@ -136,6 +138,12 @@ async def test_ready_is_503_while_postgresql_is_down_and_health_stays_200(
                     assert took <= READY_TIMEOUT_SECONDS + SLACK  # a probe never hangs
                     alive = await client.get("/health")
                     assert alive.status_code == 200
+                # A request that needs the database is a retryable 503, not a 500.
+                recall = await client.post(
+                    "/v1/memory/recall", json={"tenant_id": T, "user_id": "ana", "prompt": "x"}
+                )
+                assert recall.status_code == 503, recall.text
+                assert recall.headers["retry-after"] == "1"
             finally:
                 start(own_postgres)
             back = await ready_until(client, 200)

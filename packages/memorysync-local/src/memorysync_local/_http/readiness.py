@@ -11,6 +11,7 @@ answering and one when it answers again, not one per probe.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -42,14 +43,25 @@ class Readiness:
                 threading.Thread(
                     target=self._run, args=(running,), name="memorysync-ready", daemon=True
                 ).start()
+        # An event of this probe's loop, set from the check's thread: the check's outcome
+        # is read from its own future, so a probe that gave up leaves nothing pending.
+        loop = asyncio.get_running_loop()
+        finished = asyncio.Event()
+
+        def wake(_: Future[None]) -> None:
+            with contextlib.suppress(RuntimeError):  # that probe's loop is closed
+                loop.call_soon_threadsafe(finished.set)
+
+        running.add_done_callback(wake)
         try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(running)), self.timeout)
+            await asyncio.wait_for(finished.wait(), self.timeout)
         except asyncio.TimeoutError:
             return self._failed(f"the storage did not answer within {self.timeout:g} s")
-        except StorageError as exc:
-            return self._failed(f"the storage cannot be reached: {exc.message}")
-        except Exception as exc:  # a closed store, a bug: not ready either way
-            return self._failed(f"the storage cannot be read ({type(exc).__name__})")
+        failure = running.exception()
+        if isinstance(failure, StorageError):
+            return self._failed(f"the storage cannot be reached: {failure.message}")
+        if failure is not None:  # a closed store, a bug: not ready either way
+            return self._failed(f"the storage cannot be read ({type(failure).__name__})")
         with self._lock:
             if self._down:
                 self._down = False

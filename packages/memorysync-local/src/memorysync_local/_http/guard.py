@@ -13,7 +13,7 @@ Before the app sees a keyed request, its path and query are checked as the bodie
 strings are: percent-escapes that are not UTF-8 (``%ff``, an encoded surrogate) are a
 400, never decoded to U+FFFD (which would name another user); a NUL character is a
 422 (neither backend can store or match one). A failure is logged with the route's
-template (``/v1/memory/{tenant_id}/{user_id}/list``), never the path itself, which
+template (``/memory/{memory_id}/history``), never the path itself, which
 may carry an id or a key.
 """
 

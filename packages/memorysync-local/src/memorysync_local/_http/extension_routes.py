@@ -48,7 +48,9 @@ UserId = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS)]
 
 class UserBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    user_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    # Name: 1-512 characters of storable text (no NUL, no unpaired surrogate), as
+    # every id of the contract's bodies.
+    user_id: Name
 
 
 class MemoryBody(UserBody):
@@ -56,7 +58,7 @@ class MemoryBody(UserBody):
 
 
 class SessionBody(UserBody):
-    session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    session_id: Name
 
 
 class ImportedMemory(BaseModel):

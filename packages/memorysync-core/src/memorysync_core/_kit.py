@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from ._adapter import AdapterSettings
 from ._background import track, untrack
-from ._config import resolve_outbox
+from ._config import resolve_close_timeout, resolve_outbox
 from ._delivery import DeliveryQueue, DeliveryReport
 from ._errors import AuthError, MemorySyncError, ValidationError
 from ._outbox import MAX_OUTBOX_TURNS, Outbox, OutboxDamaged, keys_of
@@ -81,6 +81,9 @@ class AdapterKit:
         self._queue: DeliveryQueue | None = None
         self._policy = RetryPolicy()
         self._exit_flush = exit_flush
+        # What a close without a timeout waits for the server at most: a server that is
+        # down must not hold the application's shutdown for long.
+        self.close_timeout = resolve_close_timeout()
         self.outbox = _open_outbox(settings, self.home)
         self._outbox_warned: set[str] = set()  # one WARNING per kind of outbox failure
         self.taken_over = 0  # turns an earlier process left in the outbox, queued here
@@ -250,8 +253,12 @@ class AdapterKit:
             await self._ensure_queue().flush(timeout)
         return self.report()
 
-    async def aclose(self, timeout: float | None = 10.0) -> DeliveryReport:
+    async def aclose(self, timeout: float | None = None) -> DeliveryReport:
         """Deliver what is queued (up to ``timeout``), release the connection.
+
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` seconds (5 when unset), read when
+        the kit was made; what is still queued then is ``pending`` in the report (and
+        stays in the outbox, if there is one).
 
         Returns the report of the turns submitted since the previous ``aclose`` (an
         empty one when there were none); :meth:`report` keeps counting every turn.
@@ -260,7 +267,7 @@ class AdapterKit:
         queue, self._queue = self._queue, None
         report = DeliveryReport()
         if queue is not None:
-            report = await queue.aclose(timeout)
+            report = await queue.aclose(self.close_timeout if timeout is None else timeout)
             self._closed = _sum(self._closed, report)
         self._on_outbox("release", lambda box: box.release())  # the next start delivers it
         untrack(self)

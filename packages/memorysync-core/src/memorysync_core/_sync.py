@@ -500,12 +500,15 @@ class SyncUserMemory:
         await self._state().flush(timeout)  # takes over what an outbox holds, if any
         return self.report()
 
-    def close(self, timeout: float = 10.0) -> DeliveryReport:
+    def close(self, timeout: float | None = None) -> DeliveryReport:
         """Flush for up to ``timeout`` seconds, then release the queue and the connection.
 
-        Idempotent (a second call returns the same report). Afterwards :meth:`capture`
-        and the explicit calls raise RuntimeError and :meth:`recall` returns EMPTY.
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` (5 s when unset). Idempotent (a
+        second call returns the same report). Afterwards :meth:`capture` and the
+        explicit calls raise RuntimeError and :meth:`recall` returns EMPTY.
         """
+        if timeout is None:
+            timeout = self._kit().close_timeout
         _check_timeout(timeout)
         with self._close_lock:
             if self._closed:

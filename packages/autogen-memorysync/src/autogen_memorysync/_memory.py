@@ -295,7 +295,11 @@ class MemorySyncMemory(
             memory.capture_exchange(user_text, result.messages[-1].content)
             ```
         """
-        if not isinstance(user_text, str) or not user_text.strip():
+        given: object = user_text  # typed str, but an app may pass anything
+        if not isinstance(given, str):
+            logger.warning("capture skipped: user_text must be a str, got %s", type(given).__name__)
+            return False
+        if not user_text.strip():
             logger.warning("capture skipped: user_text must be non-empty text")
             return False
         try:

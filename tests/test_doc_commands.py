@@ -21,6 +21,8 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,3 +206,23 @@ def test_each_documented_command_names_something_that_exists(
 )
 def test_the_checker_refuses_what_a_new_machine_cannot_run(command: str, expected: str) -> None:
     assert expected in str(problem(command, after_release=False))
+
+
+def test_the_bench_runs_without_the_test_tools() -> None:
+    # `python3 dev.py bench` installs no pytest: the bench's fake chat endpoint
+    # (shared.fake_server) must work without it (issue 33, item 21). Run the section
+    # that uses it as `python -m bench.llm_extractor`, with pytest made unimportable.
+    hide_pytest = (
+        "import runpy, sys; sys.modules['pytest'] = None; "
+        "runpy.run_module('bench.llm_extractor', run_name='__main__', alter_sys=True)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", hide_pytest],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "chat requests per turn" in done.stdout

@@ -121,3 +121,27 @@ async def test_a_row_that_is_not_a_turn_is_set_aside_once_and_costs_no_turn(
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("SELECT key FROM outbox_set_aside").fetchall() == [("bad-row",)]
         assert db.execute("SELECT COUNT(*) FROM outbox").fetchone() == (0,)
+
+
+async def test_pages_damaged_while_the_app_runs_cost_no_turn(
+    local_server: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "outbox.db"
+    kit = _kit(local_server, path)
+    assert kit.submit([kit.home.capture("user", FACTS[0])]) == 1
+    assert (await kit.flush()).delivered == 1
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        other.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the main file
+        with path.open("r+b") as file:  # then the outbox table's page overwritten
+            file.seek(4096)
+            file.write(random.Random(3).randbytes(4096))
+        # Another process writes: the app's connection reads its pages anew.
+        other.execute("INSERT INTO outbox_set_aside VALUES ('k', 'd', 't', 'r', 0)")
+    report = await _capture_and_close(kit, FACTS[1:])
+    assert (report.delivered, report.refused, report.pending) == (3, 0, 0)
+    assert _said(local_server) == FACTS
+    [aside] = tmp_path.glob("outbox.db.damaged-*")
+    [warning] = _warnings(caplog, "damaged")
+    assert str(path) in warning
+    assert str(aside) in warning
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

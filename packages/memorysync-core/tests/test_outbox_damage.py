@@ -136,7 +136,7 @@ async def test_pages_damaged_while_the_app_runs_cost_no_turn(
             file.seek(4096)
             file.write(random.Random(3).randbytes(4096))
         # Another process writes: the app's connection reads its pages anew.
-        other.execute("INSERT INTO outbox_set_aside VALUES ('k', 'd', 't', 'r', 0)")
+        other.execute("CREATE TABLE another_process (x)")
     report = await _capture_and_close(kit, FACTS[1:])
     assert (report.delivered, report.refused, report.pending) == (3, 0, 0)
     assert _said(local_server) == FACTS

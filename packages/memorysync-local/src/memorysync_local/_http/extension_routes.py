@@ -24,6 +24,7 @@ from memorysync_local._http.models import (
     JsonObject,
     Name,
     Short,
+    Speaker,
     Text,
 )
 from memorysync_local._plans import Caller, KeyRing
@@ -73,6 +74,7 @@ class ImportedMemory(BaseModel):
     importance: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     created_at: IsoTime | None = None
     said_at: IsoTime | None = None
+    speaker: Speaker | None = None
     valid_until: IsoTime | None = None
     superseded_by: Annotated[Name, Field(max_length=128)] | None = None
 

@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 
 from memorysync_local._storage.postgres.errors import redact, refused_database, translated
 from memorysync_local._storage.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from memorysync_local._storage.postgres.word_index import reindex_words
 from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._timeutil import render, utc_now
 
@@ -47,6 +48,7 @@ class Pool:
         self._closed = False
         try:
             migrate(url)
+            reindex_words(url)  # the word index made again if another analyzer made it
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise refused_database(self.shown, exc) from exc
         self._pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(

@@ -188,7 +188,7 @@ def _fill(target: str) -> None:
         execute(
             target,
             "INSERT INTO memories (tenant_id, user_id, text, origin, created_at, said_at) "
-            "SELECT 'local', 'user-' || (i % 10), 'Enjoys hobby number ' || i, 'add', ?, ? "
+            "SELECT 'local', 'user-' || mod(i, 10), 'Enjoys hobby number ' || i, 'add', ?, ? "
             "FROM generate_series(1, ?) AS i",
             (now, now, MANY),
         )

@@ -119,11 +119,14 @@ def reindex_words(conn: sqlite3.Connection, *, out: TextIO | None = None) -> int
         raise
     conn.commit()
     job.begin(last, left)
+    # (A file made by a tool that stops at an older schema has no attributes yet.)
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(memories)")}
+    attribute = "attribute" if "attribute" in columns else "NULL"
     while True:
         conn.execute("BEGIN IMMEDIATE")
         try:
             rows = conn.execute(
-                "SELECT id, tenant_id, user_id, text, attribute FROM memories "
+                f"SELECT id, tenant_id, user_id, text, {attribute} FROM memories "
                 "WHERE id > ? ORDER BY id LIMIT ?",
                 (last, job.batch),
             ).fetchall()

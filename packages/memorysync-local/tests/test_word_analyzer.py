@@ -87,6 +87,9 @@ async def test_text_without_spaces_is_found_by_a_word_inside_it(served: Any) -> 
         assert (await recall(client, "zh", "我喝咖啡吗？"))[:1] == ["我每天早上喝咖啡。"]
         await keep(client, "ja", "東京に住んでいます。", "猫を二匹飼っています。")
         assert await recall(client, "ja", "東京") == ["東京に住んでいます。"]
+        # Thai, written without spaces too, is read as pairs (marks and all).
+        await keep(client, "th", "ผมชอบกินข้าวผัด", "ผมเลี้ยงแมวสองตัว")
+        assert await recall(client, "th", "ข้าวผัด") == ["ผมชอบกินข้าวผัด"]
         assert (await recall(client, "ja", "どこに住んでいますか？"))[:1] == [
             "東京に住んでいます。"
         ]

@@ -292,8 +292,3 @@ class Matcher:
         for token in tokens:
             counted[token] = counted.get(token, 0) + 1
         return [sum(counted.get(form, 0) for form in forms) for forms in self._forms]
-
-
-def warm() -> None:
-    """Load the language identifier now (a server start), not on the first request."""
-    _IDENTIFIER.rank("warm")

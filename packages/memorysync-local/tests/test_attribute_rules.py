@@ -1,13 +1,13 @@
 """The rule extractor's update decisions: one test per attribute rule and per retraction
-form (``memorysync_local._extraction.attributes``), read off what the extractor returns."""
+form (``memorysync_local._text.attributes``), read off what the extractor returns."""
 
 from __future__ import annotations
 
 import pytest
 
 from memorysync_local import RuleBasedExtractor
-from memorysync_local._extraction.attributes import RULES, classify, is_multi_valued
 from memorysync_local._extraction.extractor import Retraction
+from memorysync_local._text.attributes import RULES, classify, is_multi_valued
 
 EXTRACTOR = RuleBasedExtractor()
 

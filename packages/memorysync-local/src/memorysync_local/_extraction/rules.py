@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 
-from memorysync_local._extraction.attributes import LAST_FACT, classify, retraction_clause
 from memorysync_local._extraction.extractor import Extraction, Fact, FactKind, Retraction
 from memorysync_local._extraction.sentences import split_sentences, words
+from memorysync_local._text.attributes import LAST_FACT, classify, retraction_clause
 
 
 def _vocab(words: str) -> frozenset[str]:

@@ -12,9 +12,9 @@ from collections import defaultdict
 from itertools import pairwise
 from typing import Any, TextIO
 
-from memorysync_local._extraction.attributes import classify, is_multi_valued
 from memorysync_local._recall.words import index_text, memory_stems, owner_token
 from memorysync_local._storage.batches import BATCH, in_batches
+from memorysync_local._text.attributes import classify, is_multi_valued
 
 
 def backfill_stems(conn: sqlite3.Connection, *, out: TextIO | None = None) -> int:

@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memorysync_local._extraction.attributes import attribute_words
 from memorysync_local._recall.words import index_text, owner_token
 from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._storage.sqlite.errors import refused_file, storage_errors
 from memorysync_local._storage.sqlite.schema import AFTER, MIGRATIONS, SCHEMA_VERSION
+from memorysync_local._text.attributes import attribute_words
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "SCHEMA_VERSION", "Database"]

@@ -59,7 +59,7 @@ async def test_a_newer_fact_supersedes_the_current_one(client: httpx.AsyncClient
     both = await recall(client, "Where do I live now? Lisbon or Toronto?", history=True)
     by_text = {m["text"]: m for m in both["memories"]}
     lisbon = by_text["Lives in Lisbon with their two cats"]
-    toronto = by_text["Moved to Toronto last year"]
+    toronto = by_text["Moved to Toronto last year (2025)"]  # dated against said_at
     assert lisbon["state"] == "superseded"
     assert lisbon["superseded_by"] == toronto["memory_id"]
     assert lisbon["valid_until"] == toronto["said_at"] == "2026-03-14T09:30:00.000000Z"

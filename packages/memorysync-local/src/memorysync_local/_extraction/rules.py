@@ -23,7 +23,10 @@ for example an LLM-backed one): ``create_app(..., extractor=MyExtractor())``.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from memorysync_local._extraction.changes import changed
+from memorysync_local._extraction.clauses import split_clauses
 from memorysync_local._extraction.extractor import Extraction, Fact, FactKind, Retraction
 from memorysync_local._extraction.sentences import split_sentences, words
 from memorysync_local._text.attributes import LAST_FACT, classify, retraction_clause
@@ -65,6 +68,42 @@ _DISCOURSE = _vocab(
 _TRANSIENT = re.compile(
     r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening|minute)|"
     r"just now|for now|atm|rn|yesterday)\b"
+)
+# "I'll check it out later", "I need to sleep": remarks about the next few minutes.
+_PASSING_REMARK = re.compile(
+    r"^(?:i'll|i\s+will|i'm\s+gonna|i'm\s+going\s+to|i\s+might|i\s+may|i'd\s+better|"
+    r"we'll)\s+(?:probably\s+|just\s+|definitely\s+|maybe\s+)?"
+    r"(?:check|look|try|do|sort|think|let|see|get\s+back|read|watch|give|take\s+a\s+look|"
+    r"figure|handle|ask|send|go\s+with|keep|bear|have\s+a\s+look|consider)\b"
+    r"|^(?:i|we)\s+(?:need|have|gotta|got)\s+(?:to\s+)?(?:sleep|go|run|leave|eat|rest|head|"
+    r"log\s+off|get\s+going|think|check|work|get\s+back)\b"
+    r"|^i\s+(?:need|want|could\s+use)\s+(?!to\b)",
+    re.IGNORECASE,
+)
+# A past event: something happened ("turned 3 yesterday", "signed up", "went vegan").
+_PAST_EVENT = re.compile(
+    r"\b(?:[a-z]+ed|went|grew|got|made|took|came|began|became|bought|left|met|saw|found|quit|"
+    r"ran|spent|sold|wrote|taught|won|lost|built|broke|fell|flew|gave|held|paid|rode|"
+    r"chose|drove|ate|drank|did|had|was|were|sang|swam|started|joined|picked)\b",
+    re.IGNORECASE,
+)
+# A named person or pet as subject ("Biscuit had surgery", "Kavi started piano").
+_NAMED_SUBJECT = re.compile(
+    r"^(?-i:[A-Z][a-z]+)(?:'s\s+\w+)?\s+(?:(?:has|had|is|was|turned|started|just|got|"
+    r"lives|works|moved|loves|hates|passed|broke|finished|joined|became)\b|[a-z]+ed\b)"
+)
+_NOT_NAMES = _vocab(
+    "work life it this that there everything things today weather traffic school dinner "
+    "lunch breakfast he she they it's that's there's sounds looks seems feels maybe "
+    "someone everyone nobody people"
+)
+# "Ana is my sister", "Radiohead is my new favourite band".
+_IS_MY = re.compile(r"^\S.*?\b(?:is|are)\s+(?:now\s+)?(?:my|our)\s+\w+", re.IGNORECASE)
+_DATE_WORDS = re.compile(
+    r"\b(?:yesterday|today|tomorrow|last|next|ago|january|february|march|april|may|june|"
+    r"july|august|september|october|november|december|monday|tuesday|wednesday|thursday|"
+    r"friday|saturday|sunday|spring|summer|autumn|fall|winter|weekends?|weeks?|months?|years?|days?|ago)\b",
+    re.IGNORECASE,
 )
 _CONVERSATIONAL_COGNITION = _vocab(
     "think guess suppose see know understand agree disagree mean meant wonder wondered "
@@ -147,17 +186,13 @@ _CALL_ME = re.compile(
 _LEADING_MARKER = re.compile(
     r"^(?:(?:by the way|just so you know|for the record|for context|for reference|fun fact|"
     r"to be honest|in case you need it|heads up|fyi|btw|also|oh|and|actually|well|so|anyway|"
-    r"plus|but|honestly|ok|okay|alright|yeah|yes|no|hey|hi|hello|um|uh|hmm|thanks)"
+    r"plus|but|honestly|ok|okay|alright|yeah|yes|no|hey|hi|hello|um|uh|hmm|thanks|now|update|"
+    r"ugh|lol|haha|big news|news|guess what|funny story|quick one|quick update|oh well)"
     r"\s*[,:!-]?\s+)+",
     re.I,
 )
 _FIRST_PERSON_HEAD = re.compile(
     r"^(?:i|i'm|im|i've|ive|i'd|i'll|my|me and my|mine|we|we're|we've|our)\b", re.I
-)
-_CLAUSE_BREAK = re.compile(
-    r"\s*,?\s+(?:and|but|plus|also|so|while|though|although|whereas)\s+"
-    r"(?=(?:i|i'm|i've|i'd|i'll|my)\b)",
-    re.I,
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|your|you're|youre|yours|yourself|u|ur)\b", re.I)
 
@@ -179,18 +214,29 @@ class RuleBasedExtractor:
             if _is_filler(sentence):
                 continue
             substantive = True
-            for clause in _clauses(sentence):
-                denied = retraction_clause(_strip_markers(clause.strip()))
+            for clause in split_clauses(sentence):
+                lead, body = _subject_first(_strip_markers(clause.strip()))
+                if _is_filler(body):
+                    continue
+                denied = retraction_clause(body)
                 if denied is not None:
                     retractions.append(_retraction(denied))
                     continue
-                fact = _with_attribute(clause, _sentence_fact(clause, explicit=explicit))
+                ended = changed(body)
+                fact: Fact | None
+                if ended is not None:
+                    retractions.append(Retraction(ended))
+                    fact = _change_fact(body)
+                else:
+                    fact = _with_attribute(body, _sentence_fact(body, explicit=explicit))
+                if fact is not None and lead and _DATE_WORDS.search(lead):
+                    fact = replace(fact, text=_clean(f"{lead} {body}"))  # "In May I ..."
                 if fact is None:
                     rejected.append(clause)
                 elif fact.text and fact not in facts:
                     facts.append(fact)
         return Extraction(
-            facts=tuple(facts),
+            facts=tuple(replace(fact, dated=True) for fact in facts),
             low_value=not substantive,
             rejected=tuple(rejected),
             retractions=tuple(retractions),
@@ -205,10 +251,17 @@ def _with_attribute(clause: str, fact: Fact | None) -> Fact | None:
         if not _is_first_person(body) or _is_question(body) or _SECOND_PERSON.search(body):
             return None
         text = _about_user(body)
-        found = classify(text)
+        found = classify(text) or classify(body)
         return None if found is None else Fact(text, "identity", attribute=found[0])
-    found = classify(fact.text)
+    found = classify(fact.text) or classify(_strip_markers(clause.strip()))
     return fact if found is None else Fact(fact.text, fact.kind, attribute=found[0])
+
+
+def _change_fact(body: str) -> Fact:
+    """A change ("I left the bank and joined X"), kept in the user's words."""
+    text = _about_user(body) if _is_first_person(body) else _clean(body)
+    found = classify(text) or classify(body)
+    return Fact(text, "other", attribute=None if found is None else found[0])
 
 
 def _retraction(denied: str) -> Retraction:
@@ -221,15 +274,32 @@ def _retraction(denied: str) -> Retraction:
     return Retraction(text, found[0], found[1])
 
 
-def _clauses(sentence: str) -> list[str]:
-    """Split "X and I Y" into two clauses when the second has its own first-person subject."""
-    parts = [p.strip(" ,") for p in _CLAUSE_BREAK.split(sentence)]
-    return [p for p in parts if p] or [sentence]
-
-
 def _is_filler(sentence: str) -> bool:
     tokens = words(sentence)
     return not tokens or all(token in _FILLER for token in tokens)
+
+
+_LEAD = re.compile(
+    r"^(?P<lead>(?:[\w'-]+,?\s+){1,5}?)(?=(?:i|i'm|i've|i'd|we|we're|we've|my|our)\s)", re.I
+)
+_NOT_A_LEAD = _vocab(
+    "and with that what when if because where who which whom how whether than as like "
+    "or nor but is are was were do does did can could would will should"
+)
+
+
+def _subject_first(body: str) -> tuple[str, str]:
+    """``(lead, rest)``: "On a happier note I joined a choir" is read from its subject
+    ("I joined a choir"); "Tom and I", "what I love" and questions are left whole."""
+    if _is_first_person(body) or body.rstrip().endswith("?"):
+        return "", body
+    found = _LEAD.match(body)
+    if found is None:
+        return "", body
+    tokens = words(found.group("lead"))
+    if not tokens or set(tokens) & _NOT_A_LEAD or tokens[0] in _QUESTION_HEADS:
+        return "", body
+    return found.group("lead").strip(" ,"), body[found.end() :]
 
 
 def _strip_markers(sentence: str) -> str:
@@ -256,15 +326,51 @@ def _sentence_fact(sentence: str, *, explicit: bool) -> Fact | None:
     if not _is_first_person(body):
         if explicit and len(tokens) >= 2:
             return Fact(_clean(body), _kind(tokens) or "other")
+        return _about_someone(body, tokens)
+    if _PASSING_REMARK.match(body) or _is_conversational(tokens) or _is_request(tokens):
         return None
-    if _TRANSIENT.search(body.lower()) or _is_conversational(tokens) or _is_request(tokens):
+    past = _PAST_EVENT.search(body) is not None
+    if _TRANSIENT.search(body.lower()) and not past:
         return None
     kind = _kind(tokens)
     if kind is None:
         kind = "other" if explicit or _is_possessive_statement(tokens) else None
+    if kind is None and (past or tokens[0] in ("we", "we're", "our")) and _has_content(body):
+        kind = "other"  # something that happened to the user, or to them and theirs
     if kind is None:
         return None
     return Fact(_about_user(body), kind)
+
+
+# Things a life is made of: joining, buying or finishing one is news about the user.
+_LIFE_NOUNS = _vocab(
+    "class classes course club gym choir team band league lessons job school college "
+    "university degree marathon race apartment flat house home condo car bike garden "
+    "wedding baby doctor hospital surgery diet instrument guitar piano violin language "
+    "business company startup practice promotion diagnosis"
+)
+_NAME_INSIDE = re.compile(r"(?<=\s)(?-i:[A-Z])[\w'-]+")
+_POINTING = re.compile(r"\b(?:that|this|it|those|these|them)\b", re.IGNORECASE)
+
+
+def _has_content(body: str) -> bool:
+    """Whether a clause names something of the user's life (a name or place, a number,
+    a date, a person or pet) rather than pointing at the conversation ("I tried that")."""
+    named = any(word != "I" for word in _NAME_INSIDE.findall(body))
+    tokens = set(words(body))
+    if named or re.search(r"\d", body) or tokens & (_RELATION_NOUNS | _LIFE_NOUNS):
+        return True
+    return _DATE_WORDS.search(body) is not None and _POINTING.search(body) is None
+
+
+def _about_someone(body: str, tokens: list[str]) -> Fact | None:
+    """A clause about the user's people or pets by name ("Biscuit had surgery on his
+    paw"), or naming one of them ("Ana is my sister"): kept as said."""
+    if len(tokens) < 3 or tokens[0] in _NOT_NAMES or tokens[0] in _FILLER:
+        return None
+    if _NAMED_SUBJECT.match(body) or _IS_MY.match(body):
+        return Fact(_clean(_trim_asides(body)), _kind(tokens) or "other")
+    return None
 
 
 def _is_first_person(body: str) -> bool:
@@ -386,8 +492,12 @@ def _simple_present_verb(tokens: list[str]) -> str | None:
     if index >= len(tokens) - 1:
         return None
     verb = tokens[index]
+    if tokens[index + 1] in ("it", "that", "this", "them", "those", "these"):
+        return None  # "I understood it wrong": about the conversation
     if (
-        "'" in verb
+        verb.endswith("ly")
+        or verb in ("already", "woke", "understood", "forgot", "misread", "overslept")
+        or "'" in verb
         or verb in _MODALS
         or verb in _AUXILIARIES
         or verb in _IRREGULAR_PAST
@@ -454,11 +564,15 @@ _INNER_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 
 def _about_user(sentence: str) -> str:
-    """Rewrite a first-person sentence as a statement about the user."""
+    """Rewrite a first-person sentence about the user where a rule is certain (its
+    subject and a verb of a fixed table); otherwise keep it as said, lightly cleaned."""
     text = _clean(_trim_asides(sentence))
     if not _is_first_person(text) or re.match(r"^(?:we|we're|we've|our)\b", text, re.I):
         return text
-    head, rest = _rewrite_subject(text)
+    rewritten = _rewrite_subject(text)
+    if rewritten is None:
+        return text
+    head, rest = rewritten
     if head == "Is":
         # "I'm allergic to X" -> "Allergic to X"; keep "Is" before articles and prepositions.
         nxt = words(rest)[:1]
@@ -469,7 +583,8 @@ def _about_user(sentence: str) -> str:
     return _capitalise(f"{head}{rest}".strip())
 
 
-def _rewrite_subject(text: str) -> tuple[str, str]:
+def _rewrite_subject(text: str) -> tuple[str, str] | None:
+    """``(new head, rest)``, or None when no rule is certain of the verb."""
     for pattern, replacement in _SUBJECT_REWRITES:
         match = pattern.match(text)
         if match:
@@ -482,14 +597,20 @@ def _rewrite_subject(text: str) -> tuple[str, str]:
     while True:
         word = re.match(r"([A-Za-z'-]+)\s*", text[position:])
         if not word:
-            return "", text
-        if word.group(1).lower() in _ADVERBS:
+            return None
+        lower = word.group(1).lower()
+        if lower in _ADVERBS or (lower.endswith("ly") and lower not in _KNOWN_VERBS):
             adverbs.append(word.group(1))
             position += word.end()
             continue
+        if lower in _KNOWN_VERBS:
+            verb = _KNOWN_VERBS[lower]
+        elif lower in _IRREGULAR_PAST or _looks_past(lower):
+            verb = word.group(1)  # "I moved" -> "Moved": the word itself, as said
+        else:
+            return None
         verb_end = position + len(word.group(1))
-        head = " ".join([*adverbs, _third_person(word.group(1))])
-        return head, text[verb_end:]
+        return " ".join([*adverbs, verb]), text[verb_end:]
 
 
 def _looks_past(verb: str) -> bool:
@@ -497,19 +618,23 @@ def _looks_past(verb: str) -> bool:
     return verb.lower().endswith("ed") and not verb.lower().endswith("eed")
 
 
-def _third_person(verb: str) -> str:
-    lower = verb.lower()
-    if lower in _MODALS or lower in _IRREGULAR_PAST or _looks_past(lower):
-        return verb
-    if lower == "have":
-        return "has"
-    if lower in ("am", "be"):
-        return "is"
-    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return f"{verb}es"
-    if len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
-        return f"{verb[:-1]}ies"
-    return f"{verb}s"
+# The verbs whose third person a rule may write ("I live" -> "Lives"): a fixed table, so
+# no word is ever conjugated by guess ("I finally" never becomes "Finallies").
+_KNOWN_VERBS = {
+    verb: third
+    for verb, third in (
+        pair.split(":") if ":" in pair else (pair, pair + "s")
+        for pair in _vocab(
+            "live work love like hate enjoy prefer speak drive ride eat drink play have:has "
+            "own run cook teach:teaches study:studies travel read write use take go:goes walk "
+            "swim bike cycle dislike adore wear keep practise:practises practice volunteer "
+            "visit watch:watches listen commute sleep wake get do:does make bake paint draw "
+            "sing dance collect grow hike climb train support follow belong attend "
+            "miss:misses know plan hope intend care fear avoid believe rent share spend earn "
+            "pay manage lead need want mind"
+        )
+    )
+}
 
 
 _ASIDE = re.compile(r",?\s+(?:so|when|if|and|but|because)\s+(?P<tail>.+)$", re.I)
@@ -527,8 +652,14 @@ def _trim_asides(sentence: str) -> str:
     return text
 
 
+_TRAILING_NOISE = re.compile(
+    r"(?:[,\s]+(?:lol|lmao|haha|hahaha|ugh|tbh|honestly|though|haha+|x+d|:\)|:d)[.!]*)+$", re.I
+)
+
+
 def _clean(sentence: str) -> str:
-    return _capitalise(sentence.strip().rstrip(".!? ").strip())
+    text = _TRAILING_NOISE.sub("", sentence.strip().rstrip(".!? ")).strip()
+    return _capitalise(text.rstrip(".!?, ").strip())
 
 
 def _capitalise(text: str) -> str:

@@ -106,11 +106,11 @@ class RuleBasedExtractor:
                 lead, body = _subject_first(_strip_markers(clause.strip()))
                 if _is_filler(body):
                     continue
-                denied = retraction_clause(body)
+                ended = changed(body)  # before the plain forms: "not X any more, Y now"
+                denied = None if ended is not None else retraction_clause(body)
                 if denied is not None:
                     retractions.append(_retraction(denied))
                     continue
-                ended = changed(body)
                 fact: Fact | None
                 if ended is not None:
                     retractions.append(Retraction(ended))

@@ -306,11 +306,13 @@ async def measure(users: Sequence[User], embedder: str = "none") -> Result:
                 found = hit(block, question)
                 tally.hits += found
                 tally.stale += stale(block, question)
-                tally.stored += hit(current, question)
+                in_store = hit(current, question)
+                tally.stored += in_store
                 if not found or stale(block, question):
-                    shown = block.replace("\n", " / ")
+                    shown = block.split("<user_memories>")[-1].replace("\n", " / ")
+                    where = "" if in_store else " (answer not stored)"
                     misses.append(
-                        f"[{question.band}] {user.name}: {question.text} -> {shown[:400]}"
+                        f"[{question.band}] {user.name}: {question.text}{where} -> {shown[:300]}"
                     )
     finally:
         served.stop()

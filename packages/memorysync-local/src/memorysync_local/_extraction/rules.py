@@ -254,6 +254,8 @@ def _has_content(body: str) -> bool:
 def _about_someone(body: str, tokens: list[str]) -> Fact | None:
     """A clause about the user's people or pets by name ("Biscuit had surgery on his
     paw"), or naming one of them ("Ana is my sister"): kept as said."""
+    if len(tokens) >= 3 and tokens[0] in ("he", "she") and _has_content(body):
+        return Fact(_clean(_trim_asides(body)), _kind(tokens) or "other")  # one of theirs
     if len(tokens) < 3 or tokens[0] in _NOT_NAMES or tokens[0] in _FILLER:
         return None
     if _NAMED_SUBJECT.match(body) or _IS_MY.match(body):

@@ -521,7 +521,8 @@ _KNOWN_VERBS = {
             "visit watch:watches listen commute sleep wake get do:does make bake paint draw "
             "sing dance collect grow hike climb train support follow belong attend "
             "miss:misses know plan hope intend care fear avoid believe rent share spend earn "
-            "pay manage lead need want mind"
+            "pay manage lead need want mind surf knit sew fish:fishes ski skate jog row box:boxes "
+            "shop blog vote pray meditate smoke vape garden camp sail golf"
         )
     )
 }

@@ -43,7 +43,7 @@ _PROFESSIONS = (
     r"carpenter|farmer|mechanic|therapist|psychologist|veterinarian|vet|surgeon|paramedic|"
     r"translator|editor|entrepreneur|founder|freelancer|salesperson|cashier|driver|"
     r"administrator|director|intern|tutor|coach|economist|banker|baker|butcher|soldier|"
-    r"physio|[a-z]+(?:ist|ician|or))"
+    r"physio|[a-z]+(?:ologist|ician|therapist))"
 )
 _DIETS = r"(?:vegetarian|vegan|pescatarian|pescetarian|carnivore|flexitarian|omnivore)"
 _VEHICLES = r"(?:car|motorbike|motorcycle|scooter|van|truck|suv|bike|bicycle|camper)"

@@ -26,7 +26,8 @@ _PHRASE = re.compile(
     rf"|(?i:(?P<rel>last|next|this)\s+(?P<unit>{_UNIT}|{_DAY}))"
     rf"|(?i:(?:in|on|by|since|until|from|during)\s+)(?:early\s+|late\s+|mid-?)?"
     rf"(?P<month>{'|'.join(_MONTHS)})\b(?!\s+\d)"
-    rf"|(?i:on\s+(?P<day>{_DAY}))"
+    # "on Sunday" is a day; "on Sunday mornings" and "on Sundays" are a habit
+    rf"|(?i:(?<!every\s)on\s+(?P<day>{_DAY})(?!s\b|\s+(?:mornings|afternoons|evenings|nights)\b))"
     r"|(?i:in\s+(?P<count>\d+|a|one|two|three|four|five|six|a couple of)\s+"
     r"(?P<span>days?|weeks?|months?))"
     r")\b"

@@ -57,7 +57,11 @@ _PASSING_REMARK = re.compile(
 _PAST_EVENT = re.compile(
     r"\b(?:[a-z]+ed|went|grew|got|made|took|came|began|became|bought|left|met|saw|found|quit|"
     r"ran|spent|sold|wrote|taught|won|lost|built|broke|fell|flew|gave|held|paid|rode|"
-    r"chose|drove|ate|drank|did|had|was|were|sang|swam|started|joined|picked)\b",
+    r"chose|drove|ate|drank|did|had|was|were|sang|swam|started|joined|picked|caught|taken|"
+    r"begun|done|gone|become|grown)\b"
+    # "I've taken up fishing": the perfect is something that happened too
+    r"|^(?:i've|we've|i\s+have|we\s+have)\s+(?:just\s+|recently\s+|finally\s+)?"
+    r"(?!been\b|got\b|to\b)[a-z]+\b",
     re.IGNORECASE,
 )
 # A named person or pet as subject ("Biscuit had surgery", "Kavi started piano").

@@ -127,7 +127,11 @@ RULES: tuple[AttributeRule, ...] = (
         r"^(?P<value>.+?)\s+(?:is|are)\s+(?:now\s+)?(?:my|user's)\s+(?:new\s+)?"
         r"favou?rite\s+(?P<slot>[a-z][a-z ]*?)$",
     ),
-    AttributeRule("job", rf"^{_ADVERBS}works\s+as\s+(?:an?\s+)?(?P<value>.+)"),
+    AttributeRule(
+        "job",
+        rf"^(?:has\s+)?{_ADVERBS}(?:works|retrained|trained|qualified|started\s+working)\s+as\s+"
+        r"(?:an?\s+)?(?P<value>.+)",
+    ),
     AttributeRule(
         "job",
         rf"^(?:has\s+)?{_ADVERBS}(?:started|got|took|has|begun|began)\s+a\s+(?:new\s+)?"

@@ -76,7 +76,9 @@ def same_fact(text: str) -> str:
 
 def _not_current(session: Session, ctx: FactContext, facts: Sequence[Fact]) -> list[Fact]:
     """The facts that are not, word for word (:func:`same_fact`), a current memory of the
-    user, nor said twice here: the same fact said three times is one memory."""
+    user in the same session, nor said twice here: the same fact said three times in a
+    conversation is one memory. Another session keeps its own copy, so clearing one
+    session never removes a fact the user also said in another (recall shows it once)."""
     fresh: list[Fact] = []
     seen: set[str] = set()
     for fact in facts:
@@ -86,7 +88,10 @@ def _not_current(session: Session, ctx: FactContext, facts: Sequence[Fact]) -> l
         seen.add(key)
         ranked = lexical_ranking(session, ctx.tenant_id, ctx.user_id, fact.text, 10)
         found = records(session, ctx.tenant_id, ctx.user_id, ranked)
-        if not any(m.valid_until is None and same_fact(m.text) == key for m, _ in found):
+        if not any(
+            m.valid_until is None and m.session_id == ctx.session_id and same_fact(m.text) == key
+            for m, _ in found
+        ):
             fresh.append(fact)
     return fresh
 
@@ -178,9 +183,10 @@ class FactWriter:
     def apply(self, session: Session, extraction: Extraction, ctx: FactContext) -> list[int]:
         """Close what the extraction's retractions deny, then store its facts; their ids.
 
-        A fact's relative dates are resolved against when it was said; a fact the user
-        already has as a current memory, word for word, is not stored again (the turn
-        stays in the transcript).
+        A fact's relative dates are resolved against when it was said. A fact extracted
+        from a turn that the user already has as a current memory of the same session,
+        word for word, is not stored again (the turn stays in the transcript); an explicit
+        add (origin ``add``) keeps its own ``deduplicate`` choice.
         """
         said_at = ctx.said_at or render(utc_now())
         for retraction in extraction.retractions:
@@ -190,7 +196,9 @@ class FactWriter:
             replace(fact, text=resolve_dates(fact.text, said)) if fact.dated else fact
             for fact in extraction.facts
         ]
-        return self.insert(session, _not_current(session, ctx, facts), ctx)
+        if ctx.origin != "add":  # an explicit add has its own ``deduplicate`` choice
+            facts = _not_current(session, ctx, facts)
+        return self.insert(session, facts, ctx)
 
     def related(self, session: Session, ctx: FactContext, text: str) -> list[RelatedMemory]:
         """For an extractor that decides updates (``wants_related``): the user's current

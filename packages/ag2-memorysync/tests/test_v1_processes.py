@@ -194,8 +194,11 @@ async def test_a_move_replaces_the_old_city_and_the_export_keeps_both(served_loc
     finally:
         await memory.aclose()
     by_text = {m["text"]: m for m in export["memories"]}
-    assert set(by_text) == {"Lives in Lisbon", "Moved to Toronto last year"}
-    lisbon, toronto = by_text["Lives in Lisbon"], by_text["Moved to Toronto last year"]
+    # "last year" is kept as said, with the year it names (said_at's year minus one).
+    moved = next(text for text in by_text if text.startswith("Moved to Toronto"))
+    lisbon, toronto = by_text["Lives in Lisbon"], by_text[moved]
+    assert moved == f"Moved to Toronto last year ({int(toronto['said_at'][:4]) - 1})"
+    assert set(by_text) == {"Lives in Lisbon", moved}
     assert lisbon["state"] == "superseded"
     assert lisbon["superseded_by"] == toronto["memory_id"]
     assert toronto["state"] == "current"

@@ -1,13 +1,13 @@
 """The rule extractor's update decisions: one test per attribute rule and per retraction
-form (``memorysync_local._extraction.attributes``), read off what the extractor returns."""
+form (``memorysync_local._text.attributes``), read off what the extractor returns."""
 
 from __future__ import annotations
 
 import pytest
 
 from memorysync_local import RuleBasedExtractor
-from memorysync_local._extraction.attributes import RULES, classify, is_multi_valued
 from memorysync_local._extraction.extractor import Retraction
+from memorysync_local._text.attributes import RULES, classify, is_multi_valued
 
 EXTRACTOR = RuleBasedExtractor()
 
@@ -15,6 +15,7 @@ EXTRACTOR = RuleBasedExtractor()
 ATTRIBUTE_CASES = [
     ("I live in Lisbon with my two cats.", "residence"),
     ("I moved to Toronto last year.", "residence"),
+    ("I'm in Vancouver now.", "residence"),
     ("My home is in Porto.", "residence"),
     ("I'm vegetarian.", "diet"),
     ("I eat fish again.", "diet"),
@@ -27,11 +28,14 @@ ATTRIBUTE_CASES = [
     ("I'm single now.", "partner"),
     ("My sister's name is Maria.", "name:sister"),
     ("My favourite colour is blue.", "favourite:colour"),
+    ("Radiohead is my new favourite band.", "favourite:band"),
     ("I work as a teacher.", "job"),
+    ("I just started a new job as a physiotherapist.", "job"),
     ("I'm a software engineer.", "job"),
     ("I'm retired now.", "job"),
     ("My job is sales director.", "job"),
     ("I work at Google.", "employer"),
+    ("I left the bank and joined a fintech startup.", "employer"),
     ("I got a new job at Shopify.", "employer"),
     ("I'm employed by the city council.", "employer"),
     ("I drive a Tesla.", "vehicle"),

@@ -59,7 +59,7 @@ async def test_a_newer_fact_supersedes_the_current_one(client: httpx.AsyncClient
     both = await recall(client, "Where do I live now? Lisbon or Toronto?", history=True)
     by_text = {m["text"]: m for m in both["memories"]}
     lisbon = by_text["Lives in Lisbon with their two cats"]
-    toronto = by_text["Moved to Toronto last year"]
+    toronto = by_text["Moved to Toronto last year (2025)"]  # dated against said_at
     assert lisbon["state"] == "superseded"
     assert lisbon["superseded_by"] == toronto["memory_id"]
     assert lisbon["valid_until"] == toronto["said_at"] == "2026-03-14T09:30:00.000000Z"
@@ -246,3 +246,38 @@ def test_an_upgrade_classifies_stored_memories_and_keeps_the_newest(
         3,
     )
     assert rows[1][1:] == ("pets", "2025-01-02T00:00:00.000000Z", None, None)
+
+
+async def test_the_same_fact_said_three_times_in_a_session_is_one_memory(
+    client: httpx.AsyncClient,
+) -> None:
+    for key in ("k1", "k2", "k3"):
+        answer = await client.post(
+            "/v1/history/append",
+            json={
+                "tenant_id": T,
+                "user_id": "ana",
+                "session_id": "s1",
+                "turns": [{"role": "user", "content": "I live in Oslo.", "idempotency_key": key}],
+                "extract": True,
+            },
+        )
+        assert answer.status_code == 200, answer.text
+    turns = await client.post(
+        "/v1/history/list", json={"tenant_id": T, "user_id": "ana", "session_id": "s1"}
+    )
+
+    assert [m["text"] for m in (await listed(client))["memories"]] == ["Lives in Oslo"]
+    assert [t["content"] for t in turns.json()["items"]] == ["I live in Oslo."] * 3
+
+
+async def test_a_move_kept_in_the_users_words_is_superseded_by_a_later_one(
+    client: httpx.AsyncClient,
+) -> None:
+    await tell(client, "Btw I finally moved to Toronto, the winters are brutal!")
+    await tell(client, "Update: I'm in Vancouver now, the hospital transferred me.")
+
+    texts = [m["text"] for m in (await listed(client))["memories"]]
+    assert texts == ["Is in Vancouver now, the hospital transferred them"]
+    history = [m["text"] for m in (await listed(client, history="true"))["memories"]]
+    assert "Finally moved to Toronto, the winters are brutal" in history

@@ -24,6 +24,9 @@ class Fact:
     attribute: str | None = field(default=None, repr=False, compare=False)
     # The memory this fact replaces, when an extractor decided so (the LLM's UPDATE).
     replaces: int | None = field(default=None, repr=False, compare=False)
+    # Relative dates in ``text`` ("last month") are resolved against when the turn was
+    # said, in brackets after the phrase (``_extraction/dates.py``), when it is stored.
+    dated: bool = field(default=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

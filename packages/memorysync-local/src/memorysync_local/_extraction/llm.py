@@ -24,9 +24,9 @@ from typing import Any
 
 import httpx
 
-from memorysync_local._extraction.attributes import classify
 from memorysync_local._extraction.extractor import Extraction, Extractor, Fact, Retraction
 from memorysync_local._extraction.rules import RuleBasedExtractor
+from memorysync_local._text.attributes import classify
 
 logger = logging.getLogger("memorysync.local")
 

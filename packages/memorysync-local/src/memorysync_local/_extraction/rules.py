@@ -23,114 +23,41 @@ for example an LLM-backed one): ``create_app(..., extractor=MyExtractor())``.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from memorysync_local._extraction.attributes import LAST_FACT, classify, retraction_clause
+from memorysync_local._extraction.changes import changed
+from memorysync_local._extraction.clauses import split_clauses
 from memorysync_local._extraction.extractor import Extraction, Fact, FactKind, Retraction
 from memorysync_local._extraction.sentences import split_sentences, words
-
-
-def _vocab(words: str) -> frozenset[str]:
-    """A word class, written as one space-separated string."""
-    return frozenset(words.split())
-
-
-# --- word classes (grammar, not phrases) ------------------------------------
-
-_FILLER = _vocab(
-    "ok okay okey k kk thanks thank thx ty cheers cool great nice sure yes yeah yep yup no "
-    "nope nah hi hello hey hiya yo bye goodbye cya later lol lmao haha hahaha hmm hm mm umm "
-    "uh um ah oh wow alright right fine good perfect awesome amazing excellent got it sounds "
-    "noted understood gotcha indeed agreed true totally exactly absolutely definitely welcome "
-    "morning evening afternoon night good-night you very much so much a lot again ha huh oops "
-    "whoa np gm gn brb ttyl sweet neat lovely wonderful fantastic super makes sense will do "
-    "there"
+from memorysync_local._extraction.vocab import (
+    _ADVERBS,
+    _AUXILIARIES,
+    _CONSTRAINT,
+    _CONVERSATIONAL_COGNITION,
+    _DATE_WORDS,
+    _FILLER,
+    _FREQUENCY,
+    _IDENTITY,
+    _IMPERATIVE_HEADS,
+    _IRREGULAR_PAST,
+    _IS_MY,
+    _MODALS,
+    _NAMED_SUBJECT,
+    _NEGATORS,
+    _NOT_NAMES,
+    _PASSING_REMARK,
+    _PASSING_STATES,
+    _PAST_EVENT,
+    _PLAN,
+    _PREFERENCE,
+    _QUESTION_HEADS,
+    _RELATION_NOUNS,
+    _RELATION_STATE,
+    _REQUEST_VERBS,
+    _TRANSIENT,
+    vocab,
 )
-_QUESTION_HEADS = _vocab(
-    "what what's whats who who's whom whose where where's when why how how's which is are am "
-    "was were do does did can could would will should shall may might have has isn't aren't "
-    "wasn't don't doesn't didn't can't couldn't won't wouldn't shouldn't anyone any"
-)
-_IMPERATIVE_HEADS = _vocab(
-    "please tell give show find write help explain book make list summarize summarise "
-    "translate check search send create draft suggest recommend describe compare calculate "
-    "compute convert fix add remove delete change update plan let let's lets generate read "
-    "look get set schedule cancel order buy pick choose name rewrite review edit format sort "
-    "count define teach remind walk open close go play stop start continue repeat try imagine "
-    "pretend brainstorm outline estimate turn call watch keep avoid mind consider be"
-)
-_DISCOURSE = _vocab(
-    "oh and also btw actually well so anyway anyways fyi honestly plus but hey hi hello ok "
-    "okay alright yeah yes no um uh hmm right fine sure thanks basically note"
-)
-_TRANSIENT = re.compile(
-    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening|minute)|"
-    r"just now|for now|atm|rn|yesterday)\b"
-)
-_CONVERSATIONAL_COGNITION = _vocab(
-    "think guess suppose see know understand agree disagree mean meant wonder wondered "
-    "wondering forgot forget bet assume said asked told noticed hope appreciate doubt reckon "
-    "was just"
-)
-# "I'm <state>": a passing state of the conversation, not a fact about the person.
-_PASSING_STATES = _vocab(
-    "fine good ok okay well great tired hungry bored back here done ready confused lost sorry "
-    "glad happy sure kidding joking curious wondering asking trying looking thinking "
-    "listening waiting interested afraid just still so very really excited"
-)
-_REQUEST_VERBS = _vocab(
-    "know see ask check get find try understand talk hear order book make change cancel read "
-    "have learn watch buy"
-)
-_PREFERENCE = _vocab(
-    "like likes love loves enjoy enjoys prefer prefers adore hate hates dislike dislikes "
-    "detest favorite favourite favourites favorites fan fond keen rather into passionate "
-    "obsessed crave addicted can't stand"
-)
-_CONSTRAINT = _vocab(
-    "allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten "
-    "lactose kosher halal diabetic diabetes celiac coeliac avoid avoids must cannot can't "
-    "unable allowed budget wheelchair deaf blind pregnant medication medications insulin "
-    "afraid scared terrified fear phobia sober shellfish epileptic asthma asthmatic colorblind "
-    "dyslexic diet"
-)
-_PLAN = _vocab(
-    "plan plans planning going gonna will 'll intend intending hope hoping aim aiming "
-    "considering next scheduled booked moving starting learning saving preparing trying "
-    "someday eventually upcoming soon retire retiring wedding training expecting"
-)
-_IDENTITY = _vocab(
-    "work works working job live lives living based from born grew raised old name named "
-    "called studying study student graduated retired moved speak native pronouns citizen "
-    "engineer teacher nurse doctor developer designer manager lawyer student accountant chef "
-    "writer artist scientist researcher programmer farmer pilot musician freelancer"
-)
-_RELATION_NOUNS = _vocab(
-    "wife husband partner spouse girlfriend boyfriend son sons daughter daughters kid kids "
-    "child children mom mum mother dad father parents parent brother brothers sister sisters "
-    "sibling siblings grandma grandmother grandpa grandfather grandparents aunt uncle cousin "
-    "cousins niece nephew friend friends boss manager colleague colleagues coworker coworkers "
-    "roommate dog dogs cat cats pet pets puppy kitten family fiance fiancee baby twins "
-    "in-laws stepson stepdaughter"
-)
-_RELATION_STATE = _vocab("married divorced single engaged widowed dating")
-_FREQUENCY = _vocab(
-    "usually always never often normally typically sometimes rarely every weekly daily "
-    "regularly mostly weekends mondays tuesdays wednesdays thursdays fridays saturdays sundays"
-)
-_IRREGULAR_PAST = _vocab(
-    "went grew was were had got made took came began became bought left met saw found quit "
-    "ran spent sold wrote taught thought told won lost knew kept built broke fell flew felt "
-    "forgot gave heard held paid rode said sat sent slept spoke stood swam chose "
-    "drove ate drank did been born lived moved worked studied"
-)
-_ADVERBS = _vocab(
-    "really also just still sometimes only rarely mostly absolutely totally definitely "
-    "generally currently recently usually always never often normally typically actually "
-    "honestly seriously truly kind sort"
-)
-_NEGATORS = _vocab("don't dont do not never")
-_AUXILIARIES = _vocab("am is are was were be do does did have has had will would shall not")
-_MODALS = _vocab("can could should must might may shall")
+from memorysync_local._text.attributes import LAST_FACT, classify, retraction_clause
 
 _DIRECTIVE = re.compile(
     r"^(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:i\s+(?:want|need|would like|'d like)"
@@ -147,17 +74,13 @@ _CALL_ME = re.compile(
 _LEADING_MARKER = re.compile(
     r"^(?:(?:by the way|just so you know|for the record|for context|for reference|fun fact|"
     r"to be honest|in case you need it|heads up|fyi|btw|also|oh|and|actually|well|so|anyway|"
-    r"plus|but|honestly|ok|okay|alright|yeah|yes|no|hey|hi|hello|um|uh|hmm|thanks)"
+    r"plus|but|honestly|ok|okay|alright|yeah|yes|no|hey|hi|hello|um|uh|hmm|thanks|now|update|"
+    r"ugh|lol|haha|big news|news|guess what|funny story|quick one|quick update|oh well)"
     r"\s*[,:!-]?\s+)+",
     re.I,
 )
 _FIRST_PERSON_HEAD = re.compile(
     r"^(?:i|i'm|im|i've|ive|i'd|i'll|my|me and my|mine|we|we're|we've|our)\b", re.I
-)
-_CLAUSE_BREAK = re.compile(
-    r"\s*,?\s+(?:and|but|plus|also|so|while|though|although|whereas)\s+"
-    r"(?=(?:i|i'm|i've|i'd|i'll|my)\b)",
-    re.I,
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|your|you're|youre|yours|yourself|u|ur)\b", re.I)
 
@@ -179,18 +102,29 @@ class RuleBasedExtractor:
             if _is_filler(sentence):
                 continue
             substantive = True
-            for clause in _clauses(sentence):
-                denied = retraction_clause(_strip_markers(clause.strip()))
+            for clause in split_clauses(sentence):
+                lead, body = _subject_first(_strip_markers(clause.strip()))
+                if _is_filler(body):
+                    continue
+                ended = changed(body)  # before the plain forms: "not X any more, Y now"
+                denied = None if ended is not None else retraction_clause(body)
                 if denied is not None:
                     retractions.append(_retraction(denied))
                     continue
-                fact = _with_attribute(clause, _sentence_fact(clause, explicit=explicit))
+                fact: Fact | None
+                if ended is not None:
+                    retractions.append(Retraction(ended))
+                    fact = _change_fact(body)
+                else:
+                    fact = _with_attribute(body, _sentence_fact(body, explicit=explicit))
+                if fact is not None and lead and _DATE_WORDS.search(lead):
+                    fact = replace(fact, text=_clean(f"{lead} {body}"))  # "In May I ..."
                 if fact is None:
                     rejected.append(clause)
                 elif fact.text and fact not in facts:
                     facts.append(fact)
         return Extraction(
-            facts=tuple(facts),
+            facts=tuple(replace(fact, dated=True) for fact in facts),
             low_value=not substantive,
             rejected=tuple(rejected),
             retractions=tuple(retractions),
@@ -205,10 +139,17 @@ def _with_attribute(clause: str, fact: Fact | None) -> Fact | None:
         if not _is_first_person(body) or _is_question(body) or _SECOND_PERSON.search(body):
             return None
         text = _about_user(body)
-        found = classify(text)
+        found = classify(text) or classify(body)
         return None if found is None else Fact(text, "identity", attribute=found[0])
-    found = classify(fact.text)
+    found = classify(fact.text) or classify(_strip_markers(clause.strip()))
     return fact if found is None else Fact(fact.text, fact.kind, attribute=found[0])
+
+
+def _change_fact(body: str) -> Fact:
+    """A change ("I left the bank and joined X"), kept in the user's words."""
+    text = _about_user(body) if _is_first_person(body) else _clean(body)
+    found = classify(text) or classify(body)
+    return Fact(text, "other", attribute=None if found is None else found[0])
 
 
 def _retraction(denied: str) -> Retraction:
@@ -221,15 +162,32 @@ def _retraction(denied: str) -> Retraction:
     return Retraction(text, found[0], found[1])
 
 
-def _clauses(sentence: str) -> list[str]:
-    """Split "X and I Y" into two clauses when the second has its own first-person subject."""
-    parts = [p.strip(" ,") for p in _CLAUSE_BREAK.split(sentence)]
-    return [p for p in parts if p] or [sentence]
-
-
 def _is_filler(sentence: str) -> bool:
     tokens = words(sentence)
     return not tokens or all(token in _FILLER for token in tokens)
+
+
+_LEAD = re.compile(
+    r"^(?P<lead>(?:[\w'-]+,?\s+){1,5}?)(?=(?:i|i'm|i've|i'd|we|we're|we've|my|our)\s)", re.I
+)
+_NOT_A_LEAD = vocab(
+    "and with that what when if because where who which whom how whether than as like "
+    "or nor but is are was were do does did can could would will should"
+)
+
+
+def _subject_first(body: str) -> tuple[str, str]:
+    """``(lead, rest)``: "On a happier note I joined a choir" is read from its subject
+    ("I joined a choir"); "Tom and I", "what I love" and questions are left whole."""
+    if _is_first_person(body) or body.rstrip().endswith("?"):
+        return "", body
+    found = _LEAD.match(body)
+    if found is None:
+        return "", body
+    tokens = words(found.group("lead"))
+    if not tokens or set(tokens) & _NOT_A_LEAD or tokens[0] in _QUESTION_HEADS:
+        return "", body
+    return found.group("lead").strip(" ,"), body[found.end() :]
 
 
 def _strip_markers(sentence: str) -> str:
@@ -256,15 +214,53 @@ def _sentence_fact(sentence: str, *, explicit: bool) -> Fact | None:
     if not _is_first_person(body):
         if explicit and len(tokens) >= 2:
             return Fact(_clean(body), _kind(tokens) or "other")
+        return _about_someone(body, tokens)
+    if _PASSING_REMARK.match(body) or _is_conversational(tokens) or _is_request(tokens):
         return None
-    if _TRANSIENT.search(body.lower()) or _is_conversational(tokens) or _is_request(tokens):
+    past = _PAST_EVENT.search(body) is not None
+    if _TRANSIENT.search(body.lower()) and not past:
         return None
     kind = _kind(tokens)
     if kind is None:
         kind = "other" if explicit or _is_possessive_statement(tokens) else None
+    if kind is None and (past or tokens[0] in ("we", "we're", "our")) and _has_content(body):
+        kind = "other"  # something that happened to the user, or to them and theirs
     if kind is None:
         return None
     return Fact(_about_user(body), kind)
+
+
+# Things a life is made of: joining, buying or finishing one is news about the user.
+_LIFE_NOUNS = vocab(
+    "class classes course club gym choir team band league lessons job school college "
+    "university degree marathon race apartment flat house home condo car bike garden "
+    "wedding baby doctor hospital surgery diet instrument guitar piano violin language "
+    "business company startup practice promotion diagnosis"
+)
+_NAME_INSIDE = re.compile(r"(?<=\s)(?-i:[A-Z])[\w'-]+")
+_POINTING = re.compile(r"\b(?:that|this|it|those|these|them)\b", re.IGNORECASE)
+
+
+def _has_content(body: str) -> bool:
+    """Whether a clause names something of the user's life (a name or place, a number,
+    a date, a person or pet) rather than pointing at the conversation ("I tried that")."""
+    named = any(word != "I" for word in _NAME_INSIDE.findall(body))
+    tokens = set(words(body))
+    if named or re.search(r"\d", body) or tokens & (_RELATION_NOUNS | _LIFE_NOUNS):
+        return True
+    return _DATE_WORDS.search(body) is not None and _POINTING.search(body) is None
+
+
+def _about_someone(body: str, tokens: list[str]) -> Fact | None:
+    """A clause about the user's people or pets by name ("Biscuit had surgery on his
+    paw"), or naming one of them ("Ana is my sister"): kept as said."""
+    if len(tokens) >= 3 and tokens[0] in ("he", "she") and _has_content(body):
+        return Fact(_clean(_trim_asides(body)), _kind(tokens) or "other")  # one of theirs
+    if len(tokens) < 3 or tokens[0] in _NOT_NAMES or tokens[0] in _FILLER:
+        return None
+    if _NAMED_SUBJECT.match(body) or _IS_MY.match(body):
+        return Fact(_clean(_trim_asides(body)), _kind(tokens) or "other")
+    return None
 
 
 def _is_first_person(body: str) -> bool:
@@ -386,8 +382,12 @@ def _simple_present_verb(tokens: list[str]) -> str | None:
     if index >= len(tokens) - 1:
         return None
     verb = tokens[index]
+    if tokens[index + 1] in ("it", "that", "this", "them", "those", "these"):
+        return None  # "I understood it wrong": about the conversation
     if (
-        "'" in verb
+        verb.endswith("ly")
+        or verb in ("already", "woke", "understood", "forgot", "misread", "overslept")
+        or "'" in verb
         or verb in _MODALS
         or verb in _AUXILIARIES
         or verb in _IRREGULAR_PAST
@@ -431,7 +431,7 @@ _SUBJECT_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^me and my\b", "User and their"),
     )
 )
-_KEEP_IS_BEFORE = _vocab("a an the from in at on of not no one my their")
+_KEEP_IS_BEFORE = vocab("a an the from in at on of not no one my their")
 _INNER_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.I), replacement)
     for pattern, replacement in (
@@ -454,11 +454,15 @@ _INNER_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 
 def _about_user(sentence: str) -> str:
-    """Rewrite a first-person sentence as a statement about the user."""
+    """Rewrite a first-person sentence about the user where a rule is certain (its
+    subject and a verb of a fixed table); otherwise keep it as said, lightly cleaned."""
     text = _clean(_trim_asides(sentence))
     if not _is_first_person(text) or re.match(r"^(?:we|we're|we've|our)\b", text, re.I):
         return text
-    head, rest = _rewrite_subject(text)
+    rewritten = _rewrite_subject(text)
+    if rewritten is None:
+        return text
+    head, rest = rewritten
     if head == "Is":
         # "I'm allergic to X" -> "Allergic to X"; keep "Is" before articles and prepositions.
         nxt = words(rest)[:1]
@@ -469,7 +473,8 @@ def _about_user(sentence: str) -> str:
     return _capitalise(f"{head}{rest}".strip())
 
 
-def _rewrite_subject(text: str) -> tuple[str, str]:
+def _rewrite_subject(text: str) -> tuple[str, str] | None:
+    """``(new head, rest)``, or None when no rule is certain of the verb."""
     for pattern, replacement in _SUBJECT_REWRITES:
         match = pattern.match(text)
         if match:
@@ -482,14 +487,20 @@ def _rewrite_subject(text: str) -> tuple[str, str]:
     while True:
         word = re.match(r"([A-Za-z'-]+)\s*", text[position:])
         if not word:
-            return "", text
-        if word.group(1).lower() in _ADVERBS:
+            return None
+        lower = word.group(1).lower()
+        if lower in _ADVERBS or (lower.endswith("ly") and lower not in _KNOWN_VERBS):
             adverbs.append(word.group(1))
             position += word.end()
             continue
+        if lower in _KNOWN_VERBS:
+            verb = _KNOWN_VERBS[lower]
+        elif lower in _IRREGULAR_PAST or _looks_past(lower):
+            verb = word.group(1)  # "I moved" -> "Moved": the word itself, as said
+        else:
+            return None
         verb_end = position + len(word.group(1))
-        head = " ".join([*adverbs, _third_person(word.group(1))])
-        return head, text[verb_end:]
+        return " ".join([*adverbs, verb]), text[verb_end:]
 
 
 def _looks_past(verb: str) -> bool:
@@ -497,19 +508,24 @@ def _looks_past(verb: str) -> bool:
     return verb.lower().endswith("ed") and not verb.lower().endswith("eed")
 
 
-def _third_person(verb: str) -> str:
-    lower = verb.lower()
-    if lower in _MODALS or lower in _IRREGULAR_PAST or _looks_past(lower):
-        return verb
-    if lower == "have":
-        return "has"
-    if lower in ("am", "be"):
-        return "is"
-    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return f"{verb}es"
-    if len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
-        return f"{verb[:-1]}ies"
-    return f"{verb}s"
+# The verbs whose third person a rule may write ("I live" -> "Lives"): a fixed table, so
+# no word is ever conjugated by guess ("I finally" never becomes "Finallies").
+_KNOWN_VERBS = {
+    verb: third
+    for verb, third in (
+        pair.split(":") if ":" in pair else (pair, pair + "s")
+        for pair in vocab(
+            "live work love like hate enjoy prefer speak drive ride eat drink play have:has "
+            "own run cook teach:teaches study:studies travel read write use take go:goes walk "
+            "swim bike cycle dislike adore wear keep practise:practises practice volunteer "
+            "visit watch:watches listen commute sleep wake get do:does make bake paint draw "
+            "sing dance collect grow hike climb train support follow belong attend "
+            "miss:misses know plan hope intend care fear avoid believe rent share spend earn "
+            "pay manage lead need want mind surf knit sew fish:fishes ski skate jog row box:boxes "
+            "shop blog vote pray meditate smoke vape garden camp sail golf"
+        )
+    )
+}
 
 
 _ASIDE = re.compile(r",?\s+(?:so|when|if|and|but|because)\s+(?P<tail>.+)$", re.I)
@@ -527,8 +543,14 @@ def _trim_asides(sentence: str) -> str:
     return text
 
 
+_TRAILING_NOISE = re.compile(
+    r"(?:[,\s]+(?:lol|lmao|haha|hahaha|ugh|tbh|honestly|though|haha+|x+d|:\)|:d)[.!]*)+$", re.I
+)
+
+
 def _clean(sentence: str) -> str:
-    return _capitalise(sentence.strip().rstrip(".!? ").strip())
+    text = _TRAILING_NOISE.sub("", sentence.strip().rstrip(".!? ")).strip()
+    return _capitalise(text.rstrip(".!?, ").strip())
 
 
 def _capitalise(text: str) -> str:

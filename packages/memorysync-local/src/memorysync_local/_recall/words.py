@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-from memorysync_local._extraction.attributes import attribute_words
 from memorysync_local._text.analyzer import (
     STOPWORDS,
     Matcher,
@@ -18,6 +17,7 @@ from memorysync_local._text.analyzer import (
     query_stems,
     vocabulary_ranges,
 )
+from memorysync_local._text.attributes import attribute_words
 from memorysync_local._text.owner import owner_token
 
 __all__ = [

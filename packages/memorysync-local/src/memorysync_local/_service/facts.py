@@ -14,9 +14,10 @@ import secrets
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from memorysync_local._extraction.dates import resolve_dates
 from memorysync_local._extraction.extractor import Extraction, Extractor, Fact
 from memorysync_local._extraction.llm import RelatedMemory
 from memorysync_local._recall.embedding import Embedder
@@ -25,7 +26,7 @@ from memorysync_local._recall.vectors import store_vectors
 from memorysync_local._service.validity import retract, supersede
 from memorysync_local._storage.interface import Session, Storage
 from memorysync_local._storage.records import NewMemory
-from memorysync_local._timeutil import render, utc_now
+from memorysync_local._timeutil import parse_iso, render, utc_now
 
 logger = logging.getLogger("memorysync.local")
 
@@ -73,6 +74,28 @@ def same_fact(text: str) -> str:
     """What two fact texts share when they state the same fact: the text case-folded,
     its whitespace runs made single spaces (``Works as a  Nurse`` = ``works as a nurse``)."""
     return " ".join(text.casefold().split())
+
+
+def _not_current(session: Session, ctx: FactContext, facts: Sequence[Fact]) -> list[Fact]:
+    """The facts that are not, word for word (:func:`same_fact`), a current memory of the
+    user in the same session, nor said twice here: the same fact said three times in a
+    conversation is one memory. Another session keeps its own copy, so clearing one
+    session never removes a fact the user also said in another (recall shows it once)."""
+    fresh: list[Fact] = []
+    seen: set[str] = set()
+    for fact in facts:
+        key = same_fact(fact.text)
+        if key in seen:
+            continue
+        seen.add(key)
+        ranked = lexical_ranking(session, ctx.tenant_id, ctx.user_id, fact.text, 10)
+        found = records(session, ctx.tenant_id, ctx.user_id, ranked)
+        if not any(
+            m.valid_until is None and m.session_id == ctx.session_id and same_fact(m.text) == key
+            for m, _ in found
+        ):
+            fresh.append(fact)
+    return fresh
 
 
 class FactWriter:
@@ -161,11 +184,24 @@ class FactWriter:
         return ids
 
     def apply(self, session: Session, extraction: Extraction, ctx: FactContext) -> list[int]:
-        """Close what the extraction's retractions deny, then store its facts; their ids."""
+        """Close what the extraction's retractions deny, then store its facts; their ids.
+
+        A fact's relative dates are resolved against when it was said. A fact extracted
+        from a turn that the user already has as a current memory of the same session,
+        word for word, is not stored again (the turn stays in the transcript); an explicit
+        add (origin ``add``) keeps its own ``deduplicate`` choice.
+        """
         said_at = ctx.said_at or render(utc_now())
         for retraction in extraction.retractions:
             retract(session.memories, ctx.tenant_id, ctx.user_id, retraction, said_at)
-        return self.insert(session, extraction.facts, ctx)
+        said = parse_iso(said_at).date()
+        facts = [
+            replace(fact, text=resolve_dates(fact.text, said)) if fact.dated else fact
+            for fact in extraction.facts
+        ]
+        if ctx.origin != "add":  # an explicit add has its own ``deduplicate`` choice
+            facts = _not_current(session, ctx, facts)
+        return self.insert(session, facts, ctx)
 
     def related(self, session: Session, ctx: FactContext, text: str) -> list[RelatedMemory]:
         """For an extractor that decides updates (``wants_related``): the user's current

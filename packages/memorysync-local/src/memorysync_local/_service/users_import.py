@@ -23,7 +23,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memorysync_local._extraction.attributes import classify
 from memorysync_local._plans import Caller
 from memorysync_local._recall.embedding import Embedder
 from memorysync_local._recall.vectors import store_vectors
@@ -33,6 +32,7 @@ from memorysync_local._service.quota import Quota, QuotaExceeded
 from memorysync_local._service.transcript import sort_key
 from memorysync_local._storage.interface import Session, Storage
 from memorysync_local._storage.records import NewMemory, NewTurn
+from memorysync_local._text.attributes import classify
 from memorysync_local._timeutil import normalise_iso, render, utc_now
 
 EXPORT_SCHEMA = "memorysync.users-data/1"

@@ -6,7 +6,7 @@ fact or the retraction was said) and ``superseded_by`` (the memory that replaced
 it; null when a retraction closed it). Every memory also carries ``said_at``: when
 the user said it (the turn's ``occurred_at``, else the time it was written).
 
-Supersession follows the attribute a fact states (``_extraction.attributes.classify``):
+Supersession follows the attribute a fact states (``_text.attributes.classify``):
 a new fact on a single-valued attribute closes the user's current facts on it; on a
 multi-valued one it adds. A fact that arrives late (said before the current fact
 on its attribute) is stored already superseded by it, so the newest word stands.
@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memorysync_local._extraction.attributes import is_multi_valued
 from memorysync_local._extraction.extractor import Retraction
 from memorysync_local._recall.words import Matcher, index_text, query_stems
 from memorysync_local._storage.interface import MemoryTable
 from memorysync_local._storage.records import MemoryRecord
+from memorysync_local._text.attributes import is_multi_valued
 
 
 def supersede(

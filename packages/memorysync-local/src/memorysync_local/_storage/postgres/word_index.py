@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import psycopg
 
-from memorysync_local._extraction.attributes import attribute_words
 from memorysync_local._storage.reindex import Reindex
 from memorysync_local._text.analyzer import ANALYZER_VERSION, alternatives, index_text
+from memorysync_local._text.attributes import attribute_words
 
 if TYPE_CHECKING:
     from memorysync_local._storage.postgres.backend import PostgresSession

@@ -16,11 +16,11 @@ from collections import defaultdict
 from itertools import pairwise
 from typing import Any, TextIO
 
-from memorysync_local._extraction.attributes import classify, is_multi_valued
 from memorysync_local._storage.batches import BATCH, in_batches
 from memorysync_local._storage.reindex import Reindex
 from memorysync_local._storage.sqlite.word_index import STEMS_DDL, memory_stems
 from memorysync_local._text.analyzer import ANALYZER_VERSION, index_text
+from memorysync_local._text.attributes import classify, is_multi_valued
 from memorysync_local._text.owner import owner_token
 
 

@@ -21,12 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memorysync_local._extraction.attributes import attribute_words
 from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._storage.sqlite.backfill import reindex_words
 from memorysync_local._storage.sqlite.errors import refused_file, storage_errors
 from memorysync_local._storage.sqlite.schema import AFTER, MIGRATIONS, SCHEMA_VERSION
 from memorysync_local._text.analyzer import index_text
+from memorysync_local._text.attributes import attribute_words
 from memorysync_local._text.owner import owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 

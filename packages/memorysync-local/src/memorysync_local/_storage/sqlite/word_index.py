@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from memorysync_local._extraction.attributes import attribute_words
 from memorysync_local._text.analyzer import alternatives, index_text
+from memorysync_local._text.attributes import attribute_words
 from memorysync_local._text.owner import owner_token
 
 STEMS_DDL = (

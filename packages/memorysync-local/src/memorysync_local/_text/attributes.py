@@ -42,7 +42,8 @@ _PROFESSIONS = (
     r"officer|analyst|librarian|professor|lecturer|photographer|waiter|waitress|barista|"
     r"carpenter|farmer|mechanic|therapist|psychologist|veterinarian|vet|surgeon|paramedic|"
     r"translator|editor|entrepreneur|founder|freelancer|salesperson|cashier|driver|"
-    r"administrator|director|intern|tutor|coach|economist|banker|baker|butcher|soldier)"
+    r"administrator|director|intern|tutor|coach|economist|banker|baker|butcher|soldier|"
+    r"physio|[a-z]+(?:ologist|ician|therapist))"
 )
 _DIETS = r"(?:vegetarian|vegan|pescatarian|pescetarian|carnivore|flexitarian|omnivore)"
 _VEHICLES = r"(?:car|motorbike|motorcycle|scooter|van|truck|suv|bike|bicycle|camper)"
@@ -74,11 +75,19 @@ class AttributeRule:
 RULES: tuple[AttributeRule, ...] = (
     AttributeRule(
         "residence",
-        rf"^{_ADVERBS}(?:lives|resides|is living|is based|is staying|stays)\s+in\s+(?P<value>.+)",
+        rf"^{_ADVERBS}(?:lives|resides|(?:is\s+)?living|(?:is\s+)?based|is staying|stays)"
+        rf"\s+in\s+(?P<value>.+)",
     ),
     AttributeRule(
         "residence",
-        rf"^(?:has\s+)?{_ADVERBS}(?:moved|relocated)\s+(?:back\s+)?to\s+(?P<value>.+)",
+        rf"^(?:has\s+)?{_ADVERBS}(?:moved|relocated)(?:\s+(?:back|again|house|here))*,?\s+"
+        r"(?:now\s+)?(?:to|in)\s+(?P<value>.+)",
+    ),
+    # "I'm in Vancouver now": a place name (capitalised) after "is in".
+    AttributeRule(
+        "residence",
+        rf"^(?:is\s+)?{_ADVERBS}in\s+(?P<value>(?-i:[A-Z])[\w'-]*(?:\s+(?-i:[A-Z])[\w'-]*)*)"
+        r"(?:\s+(?:now|these days|at the moment))?\s*(?:,.*)?$",
     ),
     AttributeRule("residence", r"^user's\s+home\s+is\s+(?:in\s+)?(?P<value>.+)"),
     AttributeRule("diet", rf"^(?:is\s+)?{_ADVERBS}(?:an?\s+)?(?P<value>{_DIETS})\b"),
@@ -113,7 +122,21 @@ RULES: tuple[AttributeRule, ...] = (
         r"^user's\s+(?:all[- ]time\s+)?favou?rite\s+(?P<slot>[a-z][a-z ]*?)\s+(?:is|are)"
         r"(?:\s+now)?\s+(?P<value>.+)",
     ),
-    AttributeRule("job", rf"^{_ADVERBS}works\s+as\s+(?:an?\s+)?(?P<value>.+)"),
+    AttributeRule(
+        "favourite:{slot}",
+        r"^(?P<value>.+?)\s+(?:is|are)\s+(?:now\s+)?(?:my|user's)\s+(?:new\s+)?"
+        r"favou?rite\s+(?P<slot>[a-z][a-z ]*?)$",
+    ),
+    AttributeRule(
+        "job",
+        rf"^(?:has\s+)?{_ADVERBS}(?:works|retrained|trained|qualified|started\s+working)\s+as\s+"
+        r"(?:an?\s+)?(?P<value>.+)",
+    ),
+    AttributeRule(
+        "job",
+        rf"^(?:has\s+)?{_ADVERBS}(?:started|got|took|has|begun|began)\s+a\s+(?:new\s+)?"
+        r"(?:job|role|position)\s+as\s+(?:an?\s+)?(?P<value>.+)",
+    ),
     AttributeRule(
         "job",
         rf"^is\s+{_ADVERBS}(?:working\s+as\s+)?an?\s+(?P<value>(?:[\w-]+\s+){{0,2}}{_PROFESSIONS})\b",
@@ -125,8 +148,16 @@ RULES: tuple[AttributeRule, ...] = (
     AttributeRule("employer", rf"^{_ADVERBS}works\s+(?:at|for)\s+(?P<value>.+)"),
     AttributeRule(
         "employer",
+        rf"^{_ADVERBS}(?:left|quit)\s+.+?\s+(?:and|to)\s+(?:joined|join|started\s+at)\s+"
+        r"(?P<value>.+)",
+    ),
+    AttributeRule(
+        "employer",
         rf"^(?:has\s+)?{_ADVERBS}(?:joined|started\s+(?:working\s+)?at|"
-        r"(?:started|got)\s+a\s+(?:new\s+)?job\s+at)\s+(?P<value>.+)",
+        r"(?:started|got)\s+a\s+(?:new\s+)?job\s+at)\s+"
+        # a club, a choir or a class joined is a pastime, not an employer
+        r"(?!(?:an?|the|my|our)\s+(?:[\w-]+\s+){0,2}(?:choir|club|gym|team|band|class|course|"
+        r"league|group|society|orchestra|community|waitlist|program|programme)\b)(?P<value>.+)",
     ),
     AttributeRule(
         "employer", rf"^(?:is\s+)?{_ADVERBS}(?:employed|working)\s+(?:at|by|for)\s+(?P<value>.+)"
@@ -170,12 +201,35 @@ def classify(text: str) -> tuple[str, str] | None:
     >>> classify("User's favourite colour is blue")
     ('favourite:colour', 'blue')
     """
-    clean = " ".join(text.strip().rstrip(".!").split())
+    clean = _about_user(" ".join(text.strip().rstrip(".!").split()))
     for rule in RULES:
         found = rule.match(clean)
         if found is not None and found[1]:
             return found
     return None
+
+
+_FIRST_PERSON: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (r"^(?:(?:now|actually|so|also|update:?|and)\s*,?\s+)+", ""),
+        (r"^(?:i'm|im|i\s+am|we're|we\s+are)\s+", "is "),
+        (r"^(?:i've|ive|i\s+have|we've|we\s+have)\s+(?=been|got|moved|relocated|joined)", ""),
+        (r"^(?:i've|ive|i\s+have|we've|we\s+have)\s+", "has "),
+        (r"^(?:my|our)\s+", "user's "),
+        (r"^(?:i|we)\s+(live|work|speak|drive|ride|stay|own|eat)\b", r"\1s"),
+        (r"^(?:i|we)\s+(?:have|has)\b", "has"),
+        (r"^(?:i|we)\s+", ""),
+    )
+)
+
+
+def _about_user(clause: str) -> str:
+    """A clause kept in the user's words, read as the stored forms are ("I live in X"
+    as "lives in X", "we moved to X" as "moved to X"): for classifying only."""
+    for pattern, replacement in _FIRST_PERSON:
+        clause = pattern.sub(replacement, clause, count=1)
+    return clause
 
 
 # Words a question about each attribute uses, indexed with the fact's own (schema 7),

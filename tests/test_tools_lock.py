@@ -82,8 +82,8 @@ def test_the_noxfile_and_dev_py_claim_the_same_pythons() -> None:
 
 
 def test_importing_the_noxfile_runs_nothing_on_the_host() -> None:
-    # Module level may define, read files and set PATH; it never starts a process or
-    # makes a link. Sessions never install system packages either: provisioning does.
+    # Module level may define, read files and set PATH; it never starts a process, makes
+    # a link or a folder. Sessions never install system packages either: provisioning does.
     tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
     top_level_calls = [
         ast.unparse(node.func)
@@ -92,13 +92,12 @@ def test_importing_the_noxfile_runs_nothing_on_the_host() -> None:
         for node in ast.walk(statement)
         if isinstance(node, ast.Call)
     ]
-    allowed = {"tool", "tools", "Path", "Path(__file__).resolve", "os.environ.get",
-               "os.environ.get('CI', '').lower", "INTERPRETERS.is_dir", "nox.session",
-               "nox.parametrize", "nox.param", "list", "_declared_floor", "dict"}  # fmt: skip
-    assert [call for call in top_level_calls if call not in allowed] == []
+    acting = re.compile(r"subprocess|symlink|mkdir|replace|unlink|system|Popen|run|install|_expose")
+    assert [call for call in top_level_calls if acting.search(call)] == []
+    assert "tool" in top_level_calls  # guards the walk: the lock is read at import
     text = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     assert "symlink" not in text
-    assert "apt-get" not in text.replace("`python3 dev.py provision`", "")
+    assert "apt-get" not in text
 
 
 def test_provision_links_a_hidden_interpreter_and_names_a_missing_one(

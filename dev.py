@@ -9,12 +9,18 @@
     python3 dev.py build          # the five wheels and sdists into dist/
     python3 dev.py screenshot     # docs/img/inspector.png, the local server's web inspector
     python3 dev.py postgres       # a throwaway PostgreSQL with pgvector until Ctrl-C
+    python3 dev.py provision      # host setup: Python 3.10/3.13 links, chromium (test runs it)
     python3 dev.py nox ARGS...    # any nox command, e.g. `python3 dev.py nox -l`
 
 Each command works in its own virtual environment under ``.venv-dev/`` and
 installs what it needs there; nothing is installed into your Python. An install
 runs only when what it would install changed since the last one (a stamp file in
 ``.venv-dev/`` records it), so ``demo`` runs offline once it has run once.
+
+The tools (nox, uv, pytest, ruff...) come at the exact versions of ``tools.lock``.
+``provision`` is the one step that changes the host outside ``.venv-dev/`` and ``.nox/``:
+``test`` and ``screenshot`` run it first; nothing else does (importing the noxfile
+changes nothing).
 
 This file uses the standard library only: nox and everything else run inside
 ``.venv-dev/``.
@@ -25,6 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -33,7 +41,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv-dev"
-TOOLS = ("nox==2026.10.20", "uv==0.13.9")
+LOCK = ROOT / "tools.lock"
+
+
+def locked(*names: str) -> tuple[str, ...]:
+    """The exact requirements ``tools.lock`` gives for ``names`` (``nox`` -> ``nox==X``)."""
+    pins: dict[str, str] = {}
+    for line in LOCK.read_text(encoding="utf-8").splitlines():
+        requirement = line.split("#", 1)[0].strip()
+        if requirement:
+            name = re.split(r"[\[=]", requirement, maxsplit=1)[0].lower()
+            pins[name] = requirement
+    missing = [name for name in names if name.lower() not in pins]
+    if missing:
+        raise KeyError(f"tools.lock has no line for {', '.join(missing)}")
+    return tuple(pins[name.lower()] for name in names)
+
+
+TOOLS = locked("nox", "uv")
 PACKAGES = (
     "packages/memorysync-core",
     "packages/memorysync-local",
@@ -113,6 +138,98 @@ QUICK_SESSIONS = (
 )
 
 
+# The oldest and the newest Python the packages claim (noxfile.PYTHONS, the compat sessions).
+PYTHONS = ("3.10", "3.13")
+# Where provision links the interpreters; noxfile.py puts it first on PATH when it exists.
+INTERPRETERS = ROOT / ".nox" / "interpreters"
+
+
+def _runs_as(executable: str, version: str) -> bool:
+    try:
+        out = subprocess.run(
+            [executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == version
+
+
+def _pyenv_roots() -> list[Path]:
+    roots = [Path(os.environ["PYENV_ROOT"])] if os.environ.get("PYENV_ROOT") else []
+    try:
+        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            roots.append(Path(out.stdout.strip()))
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return roots
+
+
+def _installed_but_hidden(version: str) -> Path | None:
+    """An interpreter pyenv installed but did not select (its shim refuses to run it)."""
+    pattern = re.compile(rf"^{re.escape(version)}(\.\d+)?$")
+    for root in _pyenv_roots():
+        found = sorted(
+            (d for d in (root / "versions").glob(f"{version}*") if pattern.match(d.name)),
+            key=lambda d: [int(part) for part in d.name.split(".")],
+        )
+        for folder in reversed(found):
+            candidate = folder / "bin" / f"python{version}"
+            if _runs_as(str(candidate), version):
+                return candidate
+    return None
+
+
+def link_interpreters(versions: Sequence[str] = PYTHONS) -> list[str]:
+    """Link a working ``pythonX.Y`` into ``.nox/interpreters`` for each version that has
+    one only in pyenv's versions; return the versions found nowhere."""
+    missing: list[str] = []
+    for version in versions:
+        name = f"python{version}"
+        link = INTERPRETERS / name
+        if link.exists() and _runs_as(str(link), version):
+            continue
+        on_path = shutil.which(name)
+        if on_path and _runs_as(on_path, version):
+            continue
+        hidden = _installed_but_hidden(version)
+        if hidden is None:
+            missing.append(version)
+            continue
+        INTERPRETERS.mkdir(parents=True, exist_ok=True)
+        temporary = INTERPRETERS / f".{name}.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(hidden)
+        os.replace(temporary, link)  # made aside and renamed: no half-made link
+    return missing
+
+
+def install_chromium() -> str:
+    """Install Debian's chromium and chromium-driver (the inspector's browser test) when
+    missing and we may (root, apt-get); return what happened, in a few words."""
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        return "chromium: present"
+    if os.name != "posix" or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return "chromium: missing, and installing it needs root and apt-get"
+    subprocess.run(["apt-get", "update", "-qq"], check=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"], check=True)
+    return "chromium: installed"
+
+
+def provision() -> int:
+    """Host setup the sessions need: interpreter links, then chromium. A piece this host
+    cannot have is named here; the session that needs it says so too (and fails in CI).
+    A failed ``apt-get`` stops the run."""
+    missing = link_interpreters()
+    for version in missing:
+        print(f"dev.py provision: no working python{version} on PATH or in pyenv's versions")
+    print(f"dev.py provision: {install_chromium()}")
+    return 0
+
+
 def test(*args: str) -> int:
     """Run every session tagged ``test`` in noxfile.py, never the benchmarks.
 
@@ -133,6 +250,7 @@ def test(*args: str) -> int:
     selector = ["--sessions", *QUICK_SESSIONS] if quick else ["--tags", "test"]
     runner = [sys.executable, str(ROOT / "tools" / "run_sessions.py")]
     python = _ensure_venv()
+    provision()
     return subprocess.call([*runner, "--nox-python", str(python), "--jobs", jobs, *selector])
 
 
@@ -170,7 +288,8 @@ def postgres(*args: str) -> int:
 
 
 def screenshot() -> int:
-    """Write docs/img/inspector.png (needs Chromium; installs it as root with apt-get)."""
+    """Write docs/img/inspector.png (needs Chromium; provision installs it as root)."""
+    provision()
     return nox("-s", "inspector_screenshot")
 
 
@@ -184,6 +303,7 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "screenshot": screenshot,
     "postgres": postgres,
     "stress-ci": stress_ci,
+    "provision": provision,
     "nox": nox,
 }
 # The verbs that take arguments; the others take none.

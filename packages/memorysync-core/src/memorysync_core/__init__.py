@@ -16,7 +16,7 @@ Example:
     from memorysync_core import MemorySyncAPI, UserMemory
 
     async def main() -> None:
-        api = MemorySyncAPI(base_url="http://127.0.0.1:8000", api_key="ms_local")
+        api = MemorySyncAPI()  # key and URL: MEMORYSYNC_API_KEY, MEMORYSYNC_BASE_URL
         memory = UserMemory(api, user_id="alice", session_id="demo", surface="autogen")
         await memory.add_user_turn("I live in Lisbon.")
         print((await memory.recall("Where do I live?")).block)

@@ -141,7 +141,7 @@ class SyncUserMemory:
 
     Example:
         ```python
-        settings = AdapterSettings.build(surface="myframework", user_id="alice", ...)
+        settings = AdapterSettings.build(surface="myframework", user_id="alice")
         memory = SyncUserMemory(settings)
         memory.capture("user", "I live in Lisbon.")
         block = memory.recall("Where should I eat tonight?").block

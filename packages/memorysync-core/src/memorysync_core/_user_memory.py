@@ -106,7 +106,7 @@ class UserMemory:
 
     Example:
         ```python
-        api = MemorySyncAPI(base_url="http://127.0.0.1:8000", api_key="ms_local")
+        api = MemorySyncAPI()  # key and URL: MEMORYSYNC_API_KEY, MEMORYSYNC_BASE_URL
         memory = UserMemory(api, user_id="alice", session_id="support", surface="autogen")
         await memory.add_user_turn("I am allergic to peanuts.")
         result = await memory.recall("Suggest a snack")

@@ -287,8 +287,9 @@ def test_the_compose_recipe_runs_as_far_as_a_machine_without_docker_can(
     # `python3 dev.py build` builds every wheel with hatch; the image needs these two.
     dist, venv = tmp_path / "dist", tmp_path / "venv"
     packages = [str(ROOT / "packages" / name) for name in ("memorysync-core", "memorysync-local")]
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), *packages])
-    _run([sys.executable, "-m", "venv", str(venv)])
+    _run([sys.executable, "-m", "venv", str(venv)])  # with pip, which a uv session lacks
+    pip_wheel = [str(venv / "bin" / "python"), "-m", "pip", "wheel", "-q", "--no-deps"]
+    _run([*pip_wheel, "-w", str(dist), *packages])
     env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
     env.pop("PYTHONPATH", None)  # the image has only what pip installed
     # The image's RUN line as written, with dist/ standing in for /wheels.

@@ -15,6 +15,7 @@ from memorysync_local._handle import ServerHandle, app_with_keys, database_argum
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
+from memorysync_local._recall.embedding import DEFAULT_EMBEDDER
 from memorysync_local._storage.target import shown
 
 
@@ -137,7 +138,7 @@ def serve_in_thread(
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
     extractor: Extractor | str | None = None,
-    embedder: EmbedderSetting = None,
+    embedder: EmbedderSetting = DEFAULT_EMBEDDER,
 ) -> ServedServer:
     """Serve memorysync-local on ``host:port`` (default: a free loopback port) in a thread.
 

@@ -5,9 +5,10 @@ LoCoMo (Maharana et al., ACL 2024) holds ten two-speaker conversations of about
 It is read from ``../shared/data/locomo10.json`` (beside the repository; see that
 folder's README for its source and licence: it is never copied into the repo).
 
-Each turn is stored verbatim (``"Speaker: text"``) as a memory of its
-conversation's user through ``POST /memory/add`` with ``verbatim: true`` and its
-session as ``session_id`` (an application keeps a conversation's sessions apart), then
+Each turn's text is stored verbatim as a memory of its conversation's user through
+``POST /memory/add`` with ``verbatim: true``, its speaker's name as ``speaker`` (a
+field: the text carries no ``"Name: "`` prefix) and its session as ``session_id``
+(an application keeps a conversation's sessions apart), then
 every question of categories 1 to 4 is asked through ``POST /v1/memory/recall``
 with ``k=25``. A question's recall@k is the share of its evidence turns among the
 first k memories; hit@10 is whether any is among the first 10. Category 5
@@ -18,7 +19,8 @@ Conversations 0 to 4 are ``dev`` (ranking was tuned on them), 5 to 9 ``holdout``
 (never looked at while tuning). Modes: ``word`` (the default server), ``hybrid``
 with an embedder, and two baselines computed here over the same turns: plain
 BM25 (Okapi, k1=1.2, b=0.75, lower-cased words, no stemming or stop words) and
-``dense`` (cosine with the same embedder, nothing else).
+``dense`` (cosine with the same embedder, nothing else); having no speaker field,
+the baselines read each turn as ``"Speaker: text"``.
 
     python -m bench.locomo                      # word and BM25
     python -m bench.locomo --static PATH        # + hybrid and dense, model2vec at PATH
@@ -77,14 +79,19 @@ class Question:
 
 @dataclass(frozen=True)
 class Conversation:
-    """One LoCoMo conversation: its turns in order (id, "Speaker: text"), questions, and
+    """One LoCoMo conversation: its turns in order (id, speaker, text), questions, and
     each session's date (``"D3"`` -> ISO 8601)."""
 
     index: int
     sample_id: str
-    turns: tuple[tuple[str, str], ...]
+    turns: tuple[tuple[str, str, str], ...]
     questions: tuple[Question, ...]
     dates: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def labelled(self) -> list[str]:
+        """Each turn as ``"Speaker: text"`` (what the baselines read)."""
+        return [f"{speaker}: {text}" for _, speaker, text in self.turns]
 
     @property
     def split(self) -> str:
@@ -104,11 +111,11 @@ def load(path: Path = DATA) -> list[Conversation]:
             if re.fullmatch(r"session_\d+", key)
         )
         turns = tuple(
-            (str(turn["dia_id"]), f"{turn['speaker']}: {turn['text']}")
+            (str(turn["dia_id"]), str(turn["speaker"]), str(turn["text"]))
             for _, session in sessions
             for turn in session
         )
-        known = {dia_id for dia_id, _ in turns}
+        known = {dia_id for dia_id, _, _ in turns}
         questions = []
         for qa in sample["qa"]:
             category = CATEGORIES.get(int(qa["category"]))
@@ -199,11 +206,16 @@ def served(make_app: Callable[[str], Any]) -> Callable[[Sequence[Conversation]],
             user = f"locomo-{conversation.sample_id}"
             headers = {"X-API-Key": API_KEY, "X-End-User-ID": user}
             turn_of: dict[int, str] = {}
-            for dia_id, text in conversation.turns:
+            for dia_id, speaker, text in conversation.turns:
                 # A turn id "D3:11" is turn 11 of session 3: the session is the memory's,
                 # and the session's date is when the turn was said.
                 session = dia_id.split(":")[0]
-                said: dict[str, object] = {"text": text, "verbatim": True, "session_id": session}
+                said: dict[str, object] = {
+                    "text": text,
+                    "verbatim": True,
+                    "session_id": session,
+                    "speaker": speaker,
+                }
                 if session in conversation.dates:
                     said["occurred_at"] = conversation.dates[session]
                 answer = client.post("/memory/add", headers=headers, json=said)
@@ -240,7 +252,7 @@ _WORD = re.compile(r"\w+")
 
 def bm25_ranker(conversation: Conversation) -> Callable[[str], list[str]]:
     """Plain Okapi BM25 over the conversation's turns (k1=1.2, b=0.75)."""
-    docs = [Counter(_WORD.findall(text.lower())) for _, text in conversation.turns]
+    docs = [Counter(_WORD.findall(text.lower())) for text in conversation.labelled]
     lengths = [sum(d.values()) for d in docs]
     average = sum(lengths) / len(lengths)
     frequency: Counter[str] = Counter(w for d in docs for w in d)
@@ -268,7 +280,7 @@ def dense_ranker(embedder: Any) -> Ranker:
     import numpy as np
 
     def ranker(conversation: Conversation) -> Callable[[str], list[str]]:
-        matrix = np.asarray(embedder.embed([t for _, t in conversation.turns]), dtype=np.float32)
+        matrix = np.asarray(embedder.embed(conversation.labelled), dtype=np.float32)
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
 
         def ask(prompt: str) -> list[str]:

@@ -6,6 +6,8 @@ import io
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -145,3 +147,55 @@ def test_a_missing_database_is_an_error_not_a_new_file(tmp_path: Path, capsys: A
     assert main(["users", "--db", str(missing)]) == 2
     assert "no database" in capsys.readouterr().err
     assert not missing.exists()
+
+
+def test_export_refuses_a_symbolic_link_and_leaves_its_target_alone(
+    db: str, tmp_path: Path, capsys: Any
+) -> None:
+    # Issue 33 item 12: `export -o LINK` followed the link, overwrote the file it named
+    # and made it 0600.
+    victim = tmp_path / "notes.txt"
+    victim.write_text("someone else's file\n", "utf-8")
+    victim.chmod(0o644)
+    link = tmp_path / "ana.json"
+    link.symlink_to(victim)
+    assert main(["export", "ana", "--db", db, "-o", str(link)]) == 2
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert victim.read_text("utf-8") == "someone else's file\n"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert link.is_symlink()
+
+
+def test_an_export_replaces_the_file_in_one_rename(db: str, tmp_path: Path) -> None:
+    # A new file takes the name: a hard link to the old file keeps the old text, and no
+    # temporary file is left beside it.
+    target = tmp_path / "ana.json"
+    target.write_text("old export\n", "utf-8")
+    other_name = tmp_path / "kept.json"
+    os.link(target, other_name)
+    cli_json("export", "ana", "--db", db, "-o", str(target))
+    assert other_name.read_text("utf-8") == "old export\n"
+    assert json.loads(target.read_text("utf-8"))["user_id"] == "ana"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_reader_that_stops_early_ends_the_command_without_a_traceback(db: str) -> None:
+    # Issue 33 item 15: `memorysync-local users | head -4` ended in a BrokenPipeError
+    # traceback. The reader here has gone before the command writes a byte.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "memorysync_local._cli", "users", "--db", db],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr
+    assert "BrokenPipeError" not in done.stderr
+    assert done.stderr == ""
+    assert done.returncode == 1

@@ -12,12 +12,11 @@ the memories name plus this session, and the export or erase says
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _users_import
 from ._client import memory_id_to_int
 from ._errors import NotFoundError, ResponseFormatError, UnsupportedError
 from ._retry import call_with_retries
@@ -30,6 +29,7 @@ EXPORT_SCHEMA = "memorysync.users-data/1"
 _SESSIONS = "/x-local/v1/sessions"
 _CANCEL = "/x-local/v1/jobs/cancel"
 _APPEND_BATCH = 100
+_TURN_FIELDS = ("role", "content", "seq", "occurred_at", "payload", "idempotency_key")
 # The methods every adapter exposes (delegating to UserMemory / SyncUserMemory).
 USERS_DATA_METHODS = ("list_memories", "list_sessions", "export", "forget_user", "import_export")
 
@@ -81,13 +81,19 @@ class ImportSkip:
 
 @dataclass(frozen=True)
 class ImportReport:
-    """What ``import_export()`` wrote; ``skipped`` names each item it did not store."""
+    """What ``import_export()`` wrote; ``skipped`` names each item it did not store.
+
+    ``verbatim`` is True when the server stored every item as exported (texts, states,
+    times, supersession links: ``memorysync-local``); False when facts went through the
+    server's extraction (``/memory/add``, the hosted service).
+    """
 
     memories_created: int
     memories_skipped: int
     turns_created: int
     turns_skipped: int
     skipped: tuple[ImportSkip, ...] = ()
+    verbatim: bool = False
 
 
 async def list_memories_page(memory: UserMemory, *, limit: int, offset: int) -> MemoryPage:
@@ -239,51 +245,53 @@ async def forget_user(memory: UserMemory) -> ForgetReport:
 async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportReport:
     """Write an ``export()`` into this memory's server for this memory's user.
 
-    Each item is sent with a key made of what it is, not only of its id: a fact's
-    ``client_ref`` hashes its source id, text, session and time, a turn's
-    ``idempotency_key`` its source id, role, content, time and ``seq``. So importing
-    the same file twice stores nothing the second time, while items without ids, or
-    from another server whose ids overlap with different texts, are all stored, and a
-    fact deleted since the last import comes back. Turns are not sent to extraction.
+    On ``memorysync-local`` the export is stored as it was (``_users_import``): texts
+    verbatim, no extraction, every state, time and supersession link, turns with their
+    times; ``verbatim=True``. Elsewhere facts go through ``/memory/add`` and turns
+    through ``/v1/history/append`` (``verbatim=False``). Each item is sent with a key
+    made of what it is, so importing the same file twice stores nothing the second
+    time, while items without ids, equal items at different places, or items from
+    another server whose ids overlap are all stored, and a deleted fact comes back.
     The report names every item not stored, with the server's reason.
     """
     if not isinstance(data, Mapping) or data.get("schema") != EXPORT_SCHEMA:
         raise ValueError(f"not a MemorySync export (schema must be {EXPORT_SCHEMA!r})")
+    memories, turns = _users_import.prepare(data, session_of)
+    done = await _users_import.import_verbatim(memory, memories, turns, _skip)
+    if done is not None:
+        return _users_import.report(*done, verbatim=True)
     api = memory.api
     created = 0
     skipped: list[ImportSkip] = []
-    for item in data.get("memories") or ():
-        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
-            raise ValueError(f"an exported memory has no text: {item!r:.80}")
-        source_id = item.get("memory_id", item.get("id"))
-        session = session_of(item)
-        ref = _identity("memory", source_id, item["text"], session, item.get("created_at"))
+    for item in memories:
         answer = await call_with_retries(
-            lambda i=item, r=ref, s=session: api.add_memory(  # type: ignore[misc]
+            lambda i=item: api.add_memory(  # type: ignore[misc]
                 user_id=memory.user_id,
                 text=i["text"],
-                tags=i.get("tags"),
-                importance=i.get("importance"),
-                session_id=s,
-                client_ref=r,
+                tags=i["tags"],
+                importance=i["importance"],
+                session_id=i["session_id"],
+                client_ref=i["ref"],
             ),
             memory.retry,
         )
         if answer.get("status") == "skipped":
             reason = str(answer.get("reason") or "skipped")
-            skipped.append(_skip("memory", source_id, session, item["text"], reason))
+            skipped.append(
+                _skip("memory", item["source_id"], item["session_id"], item["text"], reason)
+            )
         else:
             created += 1
     turns_created = 0
-    transcripts = data.get("transcripts") or {}
-    if not isinstance(transcripts, Mapping):
-        raise ValueError("'transcripts' must map session ids to lists of turns")
-    for session, turns in transcripts.items():
-        sent = [(turn, _turn_item(turn)) for turn in turns or ()]
-        for start in range(0, len(sent), _APPEND_BATCH):
-            batch = sent[start : start + _APPEND_BATCH]
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for turn in turns:
+        by_session.setdefault(turn["session_id"], []).append(turn)
+    for session, said in by_session.items():
+        for start in range(0, len(said), _APPEND_BATCH):
+            batch = said[start : start + _APPEND_BATCH]
+            sent = [{k: t[k] for k in _TURN_FIELDS if t.get(k) is not None} for t in batch]
             answer = await call_with_retries(
-                lambda s=session, b=[i for _, i in batch]: api.append_history(  # type: ignore[misc]
+                lambda s=session, b=sent: api.append_history(  # type: ignore[misc]
                     user_id=memory.user_id, session_id=s, turns=b, extract=False
                 ),
                 memory.retry,
@@ -294,45 +302,19 @@ async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportRe
                     f"POST /v1/history/append -> 200: {len(written)} items for {len(batch)} turns",
                     route="/v1/history/append",
                 )
-            for (turn, item), result in zip(batch, written, strict=True):
+            for turn, result in zip(batch, written, strict=True):
                 if result.get("created") is False:
                     skipped.append(
-                        _skip("turn", turn.get("id"), session, item["content"], "already_stored")
+                        _skip("turn", turn["source_id"], session, turn["content"], "already_stored")
                     )
                 else:
                     turns_created += 1
-    memories_skipped = sum(1 for s in skipped if s.kind == "memory")
-    return ImportReport(
-        created, memories_skipped, turns_created, len(skipped) - memories_skipped, tuple(skipped)
-    )
-
-
-def _identity(kind: str, *what: Any) -> str:
-    """``import:<hash>`` of an item's kind, source id and content: its key on re-import."""
-    text = json.dumps([kind, *what], ensure_ascii=False, default=str, sort_keys=True)
-    return "import:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+    return _users_import.report(created, turns_created, skipped, verbatim=False)
 
 
 def _skip(kind: str, source_id: Any, session: str | None, text: str, reason: str) -> ImportSkip:
     shown = None if source_id is None else str(source_id)
     return ImportSkip(kind, shown, session, text[:80], reason)
-
-
-def _turn_item(turn: Any) -> dict[str, Any]:
-    if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
-        raise ValueError(f"an exported turn has no content: {turn!r:.80}")
-    when = turn.get("occurred_at") or turn.get("created_at")
-    item: dict[str, Any] = {
-        "role": turn.get("role") or "user",
-        "content": turn["content"],
-    }
-    item["idempotency_key"] = _identity(
-        "turn", turn.get("id"), item["role"], item["content"], when, turn.get("seq")
-    )
-    for name in ("seq", "occurred_at", "payload"):
-        if turn.get(name) is not None:
-            item[name] = turn[name]
-    return item
 
 
 def _ints(values: Any) -> set[int]:

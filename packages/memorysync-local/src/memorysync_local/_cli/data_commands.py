@@ -1,4 +1,4 @@
-"""``memorysync-local users|memories|sessions|history|export|forget|stats``.
+"""``memorysync-local users|memories|sessions|history|export|import|forget|stats``.
 
 Each command opens the database directly (``--db``; a running server may keep
 serving it) and works in one tenant (``--tenant``, default ``local``). Tables
@@ -9,10 +9,12 @@ to be typed back unless ``--yes``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -27,11 +29,21 @@ from memorysync_local._service.users_data import (
     stats,
     transcript,
 )
+from memorysync_local._service.users_import import import_items, prepare
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.interface import Storage
 from memorysync_local._storage.target import backend_of, open_storage
 
-DATA_COMMANDS = ("users", "memories", "sessions", "history", "export", "forget", "stats")
+DATA_COMMANDS = (
+    "users",
+    "memories",
+    "sessions",
+    "history",
+    "export",
+    "import",
+    "forget",
+    "stats",
+)
 
 
 def add_data_commands(commands: Any) -> None:
@@ -64,6 +76,11 @@ def add_data_commands(commands: Any) -> None:
     export.add_argument(
         "--progress", action="store_true", help="show progress even when stderr is not a terminal"
     )
+    imported = command(
+        "import", "store an export for a user as it was (texts, states, times, links)"
+    )
+    imported.add_argument("user", help="the user the export is stored for")
+    imported.add_argument("file", help="an export (memorysync-local export, export()); - for stdin")
     forget = command("forget", "erase every memory, transcript and pending job of a user")
     forget.add_argument("user")
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -114,6 +131,8 @@ def _run(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
         _emit(out, args, [counts], tuple(counts))
     elif args.command == "export":
         return _export(db, args, out)
+    elif args.command == "import":
+        return _import(db, args, out)
     elif args.command == "forget":
         return _forget(db, args, out)
     return 0
@@ -150,6 +169,14 @@ def _export(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
                 flush=True,
             )
 
+    if args.output and os.path.islink(args.output):
+        # Following it would overwrite (and chmod) whatever file the link names.
+        print(
+            f"memorysync-local: {args.output!r} is a symbolic link; name the file itself "
+            "(an export is written as a new file, never through a link)",
+            file=sys.stderr,
+        )
+        return 2
     data = export_user(db, args.tenant, args.user, progress=progress)
     text = json.dumps(data, ensure_ascii=False, indent=2)
     if args.output:
@@ -163,6 +190,28 @@ def _export(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
         _emit(out, args, [summary], tuple(summary))
     else:
         print(text, file=out)
+    return 0
+
+
+def _import(db: Storage, args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        if args.file == "-":
+            data = json.load(sys.stdin)
+        else:
+            with open(args.file, encoding="utf-8") as handle:
+                data = json.load(handle)
+        memories, turns = prepare(data)
+    except (OSError, ValueError) as exc:  # (json's errors are ValueErrors)
+        print(f"memorysync-local: cannot import {args.file!r}: {exc}", file=sys.stderr)
+        return 2
+    done = import_items(db, args.tenant, args.user, memories, turns)
+    counts: dict[str, Any] = {"user_id": args.user}
+    for kind in ("memories", "turns"):
+        results = done[kind]
+        created = sum(1 for r in results if r["status"] == "created")
+        counts[f"{kind}_created"] = created
+        counts[f"{kind}_skipped"] = len(results) - created
+    _emit(out, args, [counts], tuple(counts))
     return 0
 
 
@@ -191,11 +240,8 @@ def _emit(
     out: TextIO, args: argparse.Namespace, rows: Sequence[dict[str, Any]], columns: Sequence[str]
 ) -> None:
     if args.json:
-        value: Any = (
-            rows[0]
-            if args.command in ("stats", "forget") or (args.command == "export" and args.output)
-            else list(rows)
-        )
+        one = args.command in ("stats", "forget", "import")
+        value: Any = rows[0] if one or (args.command == "export" and args.output) else list(rows)
         print(json.dumps(value, ensure_ascii=False, indent=2), file=out)
         return
     print(_table(rows, columns), file=out)
@@ -221,9 +267,20 @@ def write_private(path: str, text: str) -> None:
     """Write ``text`` to ``path`` readable by its owner alone (0600), whatever the umask.
 
     An export holds a user's memories and transcripts: as private as the database.
-    A file already there is truncated and made 0600 before anything is written to it.
+    The text goes to a new file beside ``path`` (created 0600), which then replaces
+    ``path`` in one rename: a reader never sees half an export, and a symbolic link
+    planted at ``path`` after the caller's check is replaced, never followed.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding="utf-8") as handle:
-        os.fchmod(fd, 0o600)
-        handle.write(text)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(prefix=".memorysync-export-", dir=folder)
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(fd, 0o600)
+            handle.write(text)
+            handle.flush()
+            os.fsync(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

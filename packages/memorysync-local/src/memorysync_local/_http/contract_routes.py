@@ -218,6 +218,7 @@ def add_contract_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
                 client_ref=body.client_ref,
                 verbatim=bool(body.verbatim),
                 occurred_at=body.occurred_at,
+                speaker=body.speaker,
             )
         )
 

@@ -15,7 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memorysync_local._http.inspector import INSPECTOR_HTML
 from memorysync_local._http.json_response import json_answer
-from memorysync_local._http.models import MAX_ID_CHARS, MAX_INT
+from memorysync_local._http.models import (
+    MAX_ID_CHARS,
+    MAX_INT,
+    MAX_TURNS,
+    HistoryTurn,
+    IsoTime,
+    JsonObject,
+    Name,
+    Short,
+    Text,
+)
 from memorysync_local._plans import Caller, KeyRing
 from memorysync_local._service.store import Store
 from memorysync_local._service.users_data import (
@@ -30,6 +40,7 @@ from memorysync_local._service.users_data import (
     stats,
     transcript,
 )
+from memorysync_local._service.users_import import import_items
 
 PREFIX = "/x-local/v1"
 UserId = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS)]
@@ -46,6 +57,34 @@ class MemoryBody(UserBody):
 
 class SessionBody(UserBody):
     session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+class ImportedMemory(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ref: Annotated[Name, Field(max_length=128)]
+    text: Text
+    kind: Short = "fact"
+    source: Short | None = None
+    session_id: Name | None = None
+    metadata: JsonObject = {}
+    tags: Annotated[list[Short], Field(max_length=100)] | None = None
+    importance: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    created_at: IsoTime | None = None
+    said_at: IsoTime | None = None
+    valid_until: IsoTime | None = None
+    superseded_by: Annotated[Name, Field(max_length=128)] | None = None
+
+
+class ImportedTurn(HistoryTurn):
+    idempotency_key: Name
+    session_id: Name
+    source: Short = "import"
+    created_at: IsoTime | None = None
+
+
+class ImportBody(UserBody):
+    memories: Annotated[list[ImportedMemory], Field(max_length=MAX_TURNS)] = []
+    turns: Annotated[list[ImportedTurn], Field(max_length=MAX_TURNS)] = []
 
 
 def add_local_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
@@ -98,6 +137,18 @@ def add_local_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
         """Every memory and transcript turn of the user, in the core's export schema
         (what ``memorysync-local export`` writes; ``import_export()`` reads it)."""
         return json_answer(export_user(store.db, who.tenant_id, user_id))
+
+    @app.post(PREFIX + "/import", tags=tags)
+    def user_import(body: ImportBody, who: Auth) -> Response:
+        """Store exported memories and turns as they were (``import_export()`` sends
+        them, at most 100 of each per call): one add of the key's plan."""
+        memories = [m.model_dump() for m in body.memories]
+        turns = [t.model_dump() for t in body.turns]
+        done = import_items(
+            store.db, who.tenant_id, body.user_id, memories, turns, caller=who,
+            embedder=store.embedder,
+        )  # fmt: skip
+        return json_answer(done)
 
     @app.get(PREFIX + "/stats", tags=tags)
     def tenant_stats(who: Auth) -> Response:

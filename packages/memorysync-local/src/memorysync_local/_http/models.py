@@ -8,6 +8,7 @@ field that carries them.
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, model_validator
@@ -95,6 +96,19 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValid
 Name = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_storable)]
 Short = Annotated[str, Field(max_length=MAX_ID_CHARS), AfterValidator(_storable)]
 IsoTime = Annotated[str, Field(max_length=64), AfterValidator(_iso)]
+
+
+def _speaker(value: str) -> str:
+    # NFC: "Émile" typed with a combining accent is the same name as the composed one.
+    name = unicodedata.normalize("NFC", value).strip()
+    if not name:
+        raise ValueError("a speaker is a name, not blank")
+    return name
+
+
+Speaker = Annotated[
+    str, Field(max_length=MAX_ID_CHARS), AfterValidator(_storable), AfterValidator(_speaker)
+]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_object)]
 JsonValue = Annotated[Any, AfterValidator(_json_value)]
 MemoryId = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
@@ -188,6 +202,8 @@ class AddMemoryBody(_Body):
     verbatim: StrictBool | None = None
     # Extension: when it was said (an imported conversation's turn); recall by date uses it.
     occurred_at: IsoTime | None = None
+    # Extension: who said it (a dialog turn's speaker); recall's dialog rules read it.
+    speaker: Speaker | None = None
 
 
 _ROLE_ALIASES = {"human": "user", "ai": "assistant"}

@@ -60,6 +60,8 @@ def memory_item(memory: MemoryRecord) -> dict[str, Any]:
         item["tags"] = list(memory.tags)
     if memory.importance is not None:
         item["importance"] = memory.importance
+    if memory.speaker is not None:
+        item["speaker"] = memory.speaker
     return item
 
 
@@ -78,7 +80,7 @@ def hosted_memory(
     shape ``/memory/add``, ``get``, ``query`` and ``export`` answer: ``metadata`` flat.
     ``updated_at`` is its last edit (default: when it was written)."""
     metadata = dict(memory.metadata)
-    return {
+    shown: dict[str, Any] = {
         "id": memory.id,
         "text": memory.text,
         "summary": None,
@@ -94,6 +96,9 @@ def hosted_memory(
         "kind": memory.kind,
         "session_id": memory.session_id,
     }
+    if memory.speaker is not None:
+        shown["speaker"] = memory.speaker
+    return shown
 
 
 def history_item(turn: TurnRecord, *, created: bool | None = None) -> dict[str, Any]:

@@ -44,6 +44,8 @@ class FactContext:
     history_id: int | None = None
     # When the user said it (the turn's occurred_at); None: when it is written.
     said_at: str | None = None
+    # Who said it, when the caller says so (recall's dialog rules read it).
+    speaker: str | None = None
 
 
 def new_request_id() -> str:
@@ -140,6 +142,7 @@ class FactWriter:
                     created_at=created_at,
                     said_at=said_at,
                     attribute=fact.attribute,
+                    speaker=ctx.speaker,
                 )
             )
             ids.append(memory_id)

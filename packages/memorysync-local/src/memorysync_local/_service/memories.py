@@ -148,6 +148,7 @@ class Memories(Operations):
         deduplicate: bool = False,
         verbatim: bool = False,
         occurred_at: str | None = None,
+        speaker: str | None = None,
     ) -> dict[str, Any]:
         """Store the facts of an explicitly saved text; a memory object or a skipped answer.
 
@@ -159,7 +160,7 @@ class Memories(Operations):
         ``verbatim`` stores ``text`` as one memory exactly as given: no extraction,
         no low-value filter (the caller decided it is worth keeping). ``occurred_at``
         (canonical UTC text) is when the text was said, kept as its memories' ``said_at``
-        (else the time of writing).
+        (else the time of writing); ``speaker``, who said it (recall's dialog rules).
         """
         tenant = caller.tenant_id
         scalars = scalar_metadata(metadata)
@@ -174,6 +175,7 @@ class Memories(Operations):
             origin="add",
             request_id=new_request_id(),
             said_at=occurred_at,
+            speaker=speaker,
         )
         with self._facts.write() as session:
             if client_ref is not None:

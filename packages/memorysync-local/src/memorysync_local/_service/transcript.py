@@ -4,6 +4,7 @@ conversation order, delete turns (and, optionally, the facts drawn from them).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -85,6 +86,7 @@ class Transcript(Operations):
                             request_id=new_request_id(),
                             history_id=stored.id,
                             said_at=stored.occurred_at,
+                            speaker=_named(stored.payload),
                         )
                         request_ids.append(ctx.request_id)
                         if self.async_extraction:
@@ -186,3 +188,16 @@ def _insert_turn(
             sort_key=sort_key(turn.get("seq"), turn.get("occurred_at"), created_at),
         )
     )
+
+
+def _named(payload: Any) -> str | None:
+    """The speaker's name a turn's payload carries (``{"name": ...}``, as the core's
+    adapters send it), else None: the facts drawn from the turn keep it."""
+    name = payload.get("name") if isinstance(payload, dict) else None
+    if not isinstance(name, str) or "\x00" in name:
+        return None
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate: no name to store
+        return None
+    return unicodedata.normalize("NFC", name).strip()[:512] or None

@@ -145,7 +145,9 @@ class MemoryTable(Protocol):
     def insert(self, memory: NewMemory) -> int:
         """Store one memory, current; its id. The word index is updated in the same
         transaction: its stems are ``_recall.words.memory_stems(text, attribute)``,
-        under its owner."""
+        under its owner. A memory of a session takes the next position there
+        (``MemoryLine.position``: 1, 2, ...; one user's writes take turns, so two
+        never share one, whatever ids concurrent writers interleave)."""
         ...
 
     def get(
@@ -164,6 +166,13 @@ class MemoryTable(Protocol):
     def lines(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryLine]:
         """The id, session and text of the user's memories among ``ids``, by id
         ascending: what recall's ranking reads, for many candidates, cheaply."""
+        ...
+
+    def at_positions(
+        self, tenant_id: str, user_id: str, places: Sequence[tuple[str, int]]
+    ) -> list[MemoryLine]:
+        """The user's memories at the (session id, position) ``places`` that hold one,
+        in no set order: a dialog turn's neighbours in its session."""
         ...
 
     def said_in(

@@ -40,14 +40,21 @@ class NewMemory:
     created_at: str
     said_at: str
     attribute: str | None
+    # Who said it, when the caller says so (a dialog turn); recall's dialog rules read it.
+    speaker: str | None = None
 
 
 class MemoryLine(NamedTuple):
-    """What recall ranks a memory by beside its score: no JSON column to decode."""
+    """What recall ranks a memory by beside its score: no JSON column to decode.
+
+    ``position`` is the memory's place in its session (1, 2, ... in the order the
+    session's memories were written), None outside a session."""
 
     id: int
     session_id: str | None
     text: str
+    speaker: str | None = None
+    position: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,8 @@ class MemoryRecord:
     attribute: str | None
     valid_until: str | None
     superseded_by: int | None
+    speaker: str | None = None
+    position: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> MemoryRecord:
@@ -100,6 +109,8 @@ class MemoryRecord:
             attribute=row["attribute"],
             valid_until=row["valid_until"],
             superseded_by=row["superseded_by"],
+            speaker=row["speaker"],
+            position=row["session_position"],
         )
 
 

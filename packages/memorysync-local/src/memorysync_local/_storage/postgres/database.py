@@ -21,7 +21,13 @@ import psycopg_pool
 from psycopg.rows import dict_row
 
 from memorysync_local._storage.postgres.errors import redact, refused_database, translated
-from memorysync_local._storage.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from memorysync_local._storage.postgres.schema import (
+    DIALOG_DONE,
+    DIALOG_STATEMENTS,
+    MIGRATION_LOCK,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+)
 from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._timeutil import render, utc_now
 
@@ -124,7 +130,8 @@ def migrate(url: str) -> int:
         ).fetchone()
         if found and found[0]:
             done = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-            if done and done[0] == SCHEMA_VERSION:
+            dialog = conn.execute(DIALOG_DONE).fetchone()
+            if done and done[0] == SCHEMA_VERSION and dialog and dialog[0]:
                 return SCHEMA_VERSION  # current: nothing to write (a read-only replica works)
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
         try:
@@ -139,6 +146,9 @@ def migrate(url: str) -> int:
                         conn.execute(statement.encode())
                     conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
                 logger.info("PostgreSQL schema migrated to version %d", version)
+            with conn.transaction():
+                for statement in DIALOG_STATEMENTS:
+                    conn.execute(statement.encode())
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('created_at', %s) "
                 "ON CONFLICT (key) DO NOTHING",

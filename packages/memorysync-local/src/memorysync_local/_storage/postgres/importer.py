@@ -2,10 +2,11 @@
 
 ``memorysync-local migrate --from PATH --to URL`` calls :func:`import_sqlite`. The
 source file is first brought to the current SQLite schema (as a server start would),
-then read read-only; every row is copied with its id (``COPY``), the word index is
-computed as inserts compute it, vectors go to pgvector, and each id sequence resumes
-past the highest id the file ever gave. It is one transaction: a copy that fails
-half-way leaves the target as empty as it was.
+then read read-only, as one snapshot (one read transaction over every table); every
+row is copied with its id (``COPY``), the word index is computed as inserts compute
+it, vectors go to pgvector, and each id sequence resumes past the highest id the file
+ever gave. It is one transaction: a copy that fails half-way leaves the target as
+empty as it was.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
     "memories": (
         "id", "tenant_id", "user_id", "text", "kind", "source", "session_id", "metadata",
         "tags", "importance", "origin", "history_id", "request_id", "created_at", "said_at",
-        "attribute", "valid_until", "superseded_by",
+        "attribute", "valid_until", "superseded_by", "speaker", "session_position",
     ),
     "history": (
         "id", "tenant_id", "user_id", "session_id", "source", "role", "content",
@@ -78,8 +79,10 @@ def import_sqlite(source: str, target: str, *, progress: Progress | None = None)
     ``target``; the rows copied per table. ``progress(table, done, total)`` is called
     after each batch.
 
-    Raises :class:`StorageError` when the target already holds memories, turns or jobs
-    (nothing is written then), or when either side cannot be opened.
+    The file is read as one snapshot (:class:`SqliteDump` holds one read transaction
+    over every table), so a server writing it meanwhile changes nothing of the copy.
+    Raises :class:`StorageError` when the target already holds a row in any data table
+    (each is named; nothing is written then), or when either side cannot be opened.
     """
     open_storage(source).close()  # brought to the current schema, as a start would
     migrate(target)
@@ -105,14 +108,27 @@ def import_sqlite(source: str, target: str, *, progress: Progress | None = None)
 
 
 def _refuse_unless_empty(conn: psycopg.Connection[Any], target: str) -> None:
-    for table in ("memories", "history", "extraction_jobs"):
-        row = conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()
-        if row and row[0]:
-            raise StorageError(
-                f"{redact(target)} already holds {table}: migrate copies into an empty "
-                "database only (create a new one, or drop its tables)",
-                detail="target not empty",
-            )
+    """Raise naming every data table of ``target`` that holds a row (nothing is written).
+
+    Every table the copy writes is checked, not only memories and turns: one replay
+    receipt left by a server that answered a single ``add_turn`` there would make the
+    copy of its ids fail half-way.
+    """
+    found = []
+    for table in _COLUMNS:
+        exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+        if not exists or not exists[0]:
+            continue  # (memory_vectors exists only once pgvector was set up)
+        row = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+        count = int(row[0]) if row else 0
+        if count:
+            found.append(f"{table} ({count:,} row{'' if count == 1 else 's'})")
+    if found:
+        raise StorageError(
+            f"{redact(target)} already holds {', '.join(found)}: migrate copies into an "
+            "empty database only (create a new one, or drop its tables)",
+            detail="target not empty",
+        )
 
 
 def _copy(

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 MEMORY_COLUMNS = (
     "id, tenant_id, user_id, text, kind, source, session_id, metadata, tags, importance, "
     "origin, history_id, request_id, created_at, said_at, attribute, valid_until, "
-    "superseded_by"
+    "superseded_by, speaker, session_position"
 )
+# A memory line's columns (``records.MemoryLine``).
+_LINE = "id, session_id, text, speaker, session_position"
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 
@@ -63,8 +65,13 @@ class PostgresMemories:
         stems = memory_stems(memory.text, memory.attribute)
         row = self._s.conn.execute(
             "INSERT INTO memories (tenant_id, user_id, text, kind, source, session_id, "
-            "metadata, origin, history_id, request_id, created_at, said_at, attribute, stems) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            "metadata, origin, history_id, request_id, created_at, said_at, attribute, stems, "
+            "speaker, session_position) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            # The session's next position: the owner's lock (own, above) is held.
+            "CASE WHEN %s::text IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(session_position), "
+            "0) + 1 FROM memories WHERE tenant_id = %s AND user_id = %s AND session_id = %s "
+            "AND session_position IS NOT NULL) END) RETURNING id",
             (
                 memory.tenant_id,
                 memory.user_id,
@@ -80,6 +87,11 @@ class PostgresMemories:
                 memory.said_at,
                 memory.attribute,
                 stems,
+                memory.speaker,
+                memory.session_id,
+                memory.tenant_id,
+                memory.user_id,
+                memory.session_id,
             ),
         ).fetchone()
         assert row is not None
@@ -119,6 +131,18 @@ class PostgresMemories:
             [list(ids), tenant_id, user_id],
         )
 
+    def at_positions(
+        self, tenant_id: str, user_id: str, places: Sequence[tuple[str, int]]
+    ) -> list[MemoryLine]:
+        if not places:
+            return []
+        return self._lines(
+            "tenant_id = %s AND user_id = %s AND session_position IS NOT NULL"
+            " AND (session_id, session_position) IN"
+            " (SELECT * FROM unnest(%s::text[], %s::bigint[]))",
+            [tenant_id, user_id, [place[0] for place in places], [place[1] for place in places]],
+        )
+
     def said_in(
         self, tenant_id: str, user_id: str, since: str, until: str, limit: int
     ) -> list[MemoryLine]:
@@ -130,10 +154,15 @@ class PostgresMemories:
 
     def _lines(self, where: str, params: Sequence[Any]) -> list[MemoryLine]:
         rows = self._s.conn.execute(
-            f"SELECT id, session_id, text FROM memories WHERE {where}",
+            f"SELECT {_LINE} FROM memories WHERE {where}",
             params,
         ).fetchall()
-        return [MemoryLine(row["id"], row["session_id"], row["text"]) for row in rows]
+        return [
+            MemoryLine(
+                row["id"], row["session_id"], row["text"], row["speaker"], row["session_position"]
+            )
+            for row in rows
+        ]
 
     def page(
         self,

@@ -169,6 +169,19 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
 }
 
+# Who said a memory and its place in its session (recall's dialog rules read them:
+# _recall/dialog.py): nullable columns added at start, after the numbered versions
+# (an older server ignores them), with the index that reads a session by position.
+DIALOG_STATEMENTS: tuple[str, ...] = (
+    f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS speaker {_TEXT}",
+    "ALTER TABLE memories ADD COLUMN IF NOT EXISTS session_position BIGINT",
+    "CREATE INDEX IF NOT EXISTS memories_in_session "
+    "ON memories (tenant_id, user_id, session_id, session_position) "
+    "WHERE session_position IS NOT NULL",
+)
+# Whether DIALOG_STATEMENTS ran: the index they create last exists.
+DIALOG_DONE = "SELECT to_regclass('memories_in_session') IS NOT NULL"
+
 # Recall by meaning: made once a server starts with an embedder (needs pgvector).
 VECTOR_STATEMENTS: tuple[str, ...] = (
     "CREATE EXTENSION IF NOT EXISTS vector",

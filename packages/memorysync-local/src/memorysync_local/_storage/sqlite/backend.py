@@ -15,7 +15,11 @@ from memorysync_local._storage.sqlite.database import Database
 from memorysync_local._storage.sqlite.jobs import SQLiteJobs
 from memorysync_local._storage.sqlite.memories import SQLiteMemories
 from memorysync_local._storage.sqlite.quota import SQLiteQuota
-from memorysync_local._storage.sqlite.schema import REVISIONS_DDL, SAID_INDEX_DDL
+from memorysync_local._storage.sqlite.schema import (
+    REVISIONS_DDL,
+    SAID_INDEX_DDL,
+    add_dialog_columns,
+)
 from memorysync_local._storage.sqlite.seeds import SQLiteSeeds
 from memorysync_local._storage.sqlite.transcript import SQLiteTranscript
 from memorysync_local._storage.sqlite.users_data import SQLiteUsersData
@@ -47,6 +51,7 @@ class SQLiteStorage:
             with self.database.write() as conn:
                 for statement in (*REVISIONS_DDL, *SAID_INDEX_DDL):
                     conn.execute(statement)
+                add_dialog_columns(conn)
         except BaseException:
             self.database.close()
             raise

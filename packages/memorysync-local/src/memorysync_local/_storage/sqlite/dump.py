@@ -1,7 +1,8 @@
 """Every row of a SQLite database, table by table, for moving it to another backend.
 
 ``memorysync-local migrate --from PATH --to URL`` reads a file through this (opened
-read-only: the source is never changed) and writes the rows with their ids, so
+read-only: the source is never changed; every read in one transaction, so one snapshot
+of the file, whatever a server writes meanwhile) and writes the rows with their ids, so
 that every reference between them (a fact's turn, a superseded fact's successor, a
 client ref's memories) stays true in the new database.
 """
@@ -34,7 +35,7 @@ BATCH = 2_000
 
 
 class SqliteDump:
-    """A read-only view of one SQLite database file's rows.
+    """A read-only view of one SQLite database file's rows, as they were when it opened.
 
     Example:
         ```python
@@ -50,8 +51,14 @@ class SqliteDump:
             raise StorageError(f"{path} is not a file", detail="no such file")
         uri = file.resolve().as_uri() + "?mode=ro"
         try:
-            self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30
+            )
             self._conn.row_factory = sqlite3.Row
+            # One read transaction for every read that follows: its first read fixes the
+            # snapshot (a WAL file keeps serving writers meanwhile), so a server writing
+            # the file during a copy changes nothing of it.
+            self._conn.execute("BEGIN")
             found = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             self._tables = {str(row[0]) for row in found}
         except sqlite3.Error as exc:

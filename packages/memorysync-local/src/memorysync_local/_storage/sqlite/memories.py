@@ -21,7 +21,13 @@ from memorysync_local._storage.records import (
 )
 
 # A memory line's columns (``records.MemoryLine``).
-_LINE = "id, session_id, text"
+_LINE = "id, session_id, text, speaker, session_position"
+# A new memory's place in its session: after the session's last (None outside one).
+_NEXT_POSITION = (
+    "CASE WHEN ? IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(session_position), 0) + 1"
+    " FROM memories WHERE tenant_id = ? AND user_id = ? AND session_id = ?"
+    " AND session_position IS NOT NULL) END"
+)
 
 
 def window_sql(window: ReadWindow) -> tuple[str, list[Any]]:
@@ -43,6 +49,10 @@ def _marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
+def _pairs(count: int) -> str:
+    return ", ".join(["(?, ?)"] * count)
+
+
 class SQLiteMemories:
     """:class:`~memorysync_local._storage.interface.MemoryTable` on one connection."""
 
@@ -50,11 +60,14 @@ class SQLiteMemories:
         self._conn = conn
 
     def insert(self, memory: NewMemory) -> int:
-        """Store one memory; its id (the stems trigger indexes it)."""
+        """Store one memory; its id (the stems trigger indexes it). In a session it takes
+        the next position there (writers take turns, so no two share one)."""
         cursor = self._conn.execute(
             "INSERT INTO memories (tenant_id, user_id, text, kind, source, session_id, "
-            "metadata, origin, history_id, request_id, created_at, said_at, attribute) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "metadata, origin, history_id, request_id, created_at, said_at, attribute, "
+            "speaker, session_position) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            f"{_NEXT_POSITION})",
             (
                 memory.tenant_id,
                 memory.user_id,
@@ -69,6 +82,11 @@ class SQLiteMemories:
                 memory.created_at,
                 memory.said_at,
                 memory.attribute,
+                memory.speaker,
+                memory.session_id,
+                memory.tenant_id,
+                memory.user_id,
+                memory.session_id,
             ),
         )
         return int(cursor.lastrowid or 0)
@@ -112,6 +130,22 @@ class SQLiteMemories:
             f"SELECT {_LINE} FROM memories WHERE id IN ({_marks(len(ids))})"
             " AND +tenant_id = ? AND +user_id = ? ORDER BY id",  # "+": see by_ids
             [*ids, tenant_id, user_id],
+        ).fetchall()
+        return [MemoryLine(*row) for row in rows]
+
+    def at_positions(
+        self, tenant_id: str, user_id: str, places: Sequence[tuple[str, int]]
+    ) -> list[MemoryLine]:
+        """The user's memories at (session, position) ``places``."""
+        if not places:
+            return []
+        # CROSS JOIN: one index lookup per place (an IN list would scan the user's rows).
+        columns = ", ".join(f"m.{column}" for column in _LINE.split(", "))
+        rows = self._conn.execute(
+            f"SELECT {columns} FROM (VALUES {_pairs(len(places))}) AS p"
+            " CROSS JOIN memories AS m ON m.tenant_id = ? AND m.user_id = ?"
+            " AND m.session_id = p.column1 AND m.session_position = p.column2",
+            [*(value for place in places for value in place), tenant_id, user_id],
         ).fetchall()
         return [MemoryLine(*row) for row in rows]
 

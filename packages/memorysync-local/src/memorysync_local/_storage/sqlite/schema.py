@@ -223,3 +223,25 @@ REVISIONS_DDL = (
 SAID_INDEX_DDL = (
     "CREATE INDEX IF NOT EXISTS memories_said ON memories (tenant_id, user_id, said_at)",
 )
+
+# Who said a memory and its place in its session (recall's dialog rules read them:
+# ``_recall/dialog.py``), added to ``memories`` when a server opens the file, as
+# nullable columns (an older server reading the file ignores them), with the index
+# that reads a session's memories by position.
+DIALOG_COLUMNS = (("speaker", "TEXT"), ("session_position", "INTEGER"))
+DIALOG_INDEX_DDL = (
+    "CREATE INDEX IF NOT EXISTS memories_in_session"
+    " ON memories (tenant_id, user_id, session_id, session_position)"
+    " WHERE session_position IS NOT NULL",
+)
+
+
+def add_dialog_columns(conn: sqlite3.Connection) -> None:
+    """Add :data:`DIALOG_COLUMNS` that ``memories`` lacks (SQLite has no ``ADD COLUMN
+    IF NOT EXISTS``), then their index."""
+    have = {str(row[1]) for row in conn.execute("PRAGMA table_info(memories)")}
+    for name, kind in DIALOG_COLUMNS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE memories ADD COLUMN {name} {kind}")
+    for statement in DIALOG_INDEX_DDL:
+        conn.execute(statement)

@@ -8,6 +8,7 @@
     python3 dev.py bench          # the benchmarks; writes bench/results.md
     python3 dev.py build          # the five wheels and sdists into dist/
     python3 dev.py screenshot     # docs/img/inspector.png, the local server's web inspector
+    python3 dev.py postgres       # a throwaway PostgreSQL with pgvector until Ctrl-C
     python3 dev.py nox ARGS...    # any nox command, e.g. `python3 dev.py nox -l`
 
 Each command works in its own virtual environment under ``.venv-dev/`` and
@@ -163,6 +164,11 @@ def build() -> int:
     return nox("-s", "build")
 
 
+def postgres(*args: str) -> int:
+    """A throwaway PostgreSQL with pgvector (tools/throwaway_postgres.py) until Ctrl-C."""
+    return nox("-s", "postgres", "--", *args)
+
+
 def screenshot() -> int:
     """Write docs/img/inspector.png (needs Chromium; installs it as root with apt-get)."""
     return nox("-s", "inspector_screenshot")
@@ -176,11 +182,12 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "bench": bench,
     "build": build,
     "screenshot": screenshot,
+    "postgres": postgres,
     "stress-ci": stress_ci,
     "nox": nox,
 }
 # The verbs that take arguments; the others take none.
-WITH_ARGUMENTS = {"nox", "test", "stress-ci"}
+WITH_ARGUMENTS = {"nox", "test", "stress-ci", "postgres"}
 
 
 def main(argv: list[str]) -> int:

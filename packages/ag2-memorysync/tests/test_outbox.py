@@ -108,3 +108,18 @@ def test_a_chat_during_an_outage_is_stored_once_in_order_when_the_application_re
     assert seqs == sorted(seqs)
     assert _restart(env)["delivered"] == 0  # a later start finds nothing left
     assert len(stored_history(server, "local", "alice", "ag2::outbox")) == 2 * COUNT
+
+
+def test_flush_before_any_agent_delivers_what_a_killed_process_left(
+    make_local_server: Any, tmp_path: Path
+) -> None:
+    # docs/faults.md: an earlier process's turns go out on the first capture, flush()
+    # or close() of the new one, attached to an agent or not (issue 33, item 16).
+    port, outbox = _free_port(), tmp_path / "outbox.db"
+    env = {"URL": f"http://127.0.0.1:{port}", "OUTBOX": str(outbox), "COUNT": str(COUNT)}
+    env["KEY"] = "ms_local_dev_key"
+    _chat_during_the_outage("kill", env, tmp_path / "chat.log")
+    server = make_local_server(served=True, port=port)
+    report = _restart({**env, "ATTACH": "no"})
+    assert (report["delivered"], report["refused"], report["pending"]) == (2 * COUNT, 0, 0)
+    assert len(stored_history(server, "local", "alice", "ag2::outbox")) == 2 * COUNT

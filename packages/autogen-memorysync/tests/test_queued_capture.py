@@ -12,6 +12,7 @@ import sys
 import textwrap
 from typing import Any
 
+import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
@@ -53,6 +54,18 @@ async def test_nothing_to_capture_is_refused_with_a_warning_not_an_error(
     assert "capture skipped" in caplog.text
     await memory.close()
     assert memory.report().delivered == 0
+
+
+async def test_a_capture_of_a_number_names_the_type(served_local_server: Any, caplog: Any) -> None:
+    memory = _memory(served_local_server)
+    assert memory.capture_exchange(123, "Noted.") is False  # type: ignore[arg-type]
+    assert "user_text must be a str, got int" in caplog.text
+    await memory.close()
+
+
+def test_a_misspelled_setting_names_the_setting_it_resembles(served_local_server: Any) -> None:
+    with pytest.raises(TypeError, match=r"unknown settings: topk \(did you mean `top_k`\?\)"):
+        _memory(served_local_server, topk=3)
 
 
 def test_without_a_running_loop_capture_is_refused_not_raised(served_local_server: Any) -> None:

@@ -40,6 +40,26 @@ def test_an_unknown_setting_is_a_type_error_naming_it() -> None:
 
 
 @pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("topk", "top_k"),
+        ("Top_K", "top_k"),
+        ("recall_timout", "recall_timeout"),
+        ("outbx", "outbox"),
+    ],
+)
+def test_a_misspelled_setting_names_the_one_it_resembles(typed: str, meant: str) -> None:
+    with pytest.raises(TypeError, match=f"{typed} \\(did you mean `{meant}`\\?\\)"):
+        build(**{typed: 3})
+
+
+def test_a_setting_like_no_other_gets_no_guess() -> None:
+    with pytest.raises(TypeError) as caught:
+        build(zzzzzz=3)
+    assert str(caught.value) == "unknown settings: zzzzzz"
+
+
+@pytest.mark.parametrize(
     ("options", "named"),
     [
         ({"clear_scope": "all"}, "clear_scope"),

@@ -235,9 +235,9 @@ async def test_an_awkward_user_id_works_on_the_header_routes(
     assert stored_memories(server, T, user) == []
 
 
-async def test_a_list_path_with_a_bad_utf8_escape_is_not_a_500(
+async def test_a_list_path_with_a_bad_utf8_escape_is_a_400_not_a_500(
     client: httpx.AsyncClient,
 ) -> None:
     answer = await client.get(f"/v1/memory/{T}/%FF%FE/list")
-    assert answer.status_code == 200
-    assert answer.json() == {"memories": [], "total": 0}
+    assert answer.status_code == 400
+    assert answer.json() == {"detail": "path: not valid UTF-8 once percent-decoded"}

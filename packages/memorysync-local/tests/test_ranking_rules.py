@@ -133,7 +133,7 @@ def test_without_a_session_memories_borrow_nothing_from_their_neighbours() -> No
 def test_a_memory_matching_nothing_beside_a_statement_that_matches_is_not_recalled() -> None:
     with embedded(":memory:") as server:
         keep(server, "Allergic to peanuts", "Runs a marathon every autumn", session="s1")
-        assert ranked(server, "Any allergies?") == ["Allergic to peanuts"]
+        assert ranked(server, "Am I allergic?") == ["Allergic to peanuts"]
 
 
 def test_of_two_turns_matching_alike_the_one_beside_a_strong_match_ranks_first() -> None:

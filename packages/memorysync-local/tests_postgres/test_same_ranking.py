@@ -64,7 +64,9 @@ async def test_every_question_of_the_recall_set_gets_the_same_top_5_on_both_back
     embedder = hash_embedder if mode == "hybrid" else None
     on_sqlite = await _answers(str(tmp_path / "recall.db"), scenarios, embedder)
     on_postgres = await _answers(postgres_url, scenarios, embedder)
-    assert sum(bool(answer) for answer in on_sqlite) >= 140  # the set recalls, mostly
+    # The set recalls, mostly (117 of 193 with exact Snowball stems, issue 34: derived
+    # forms such as "allergies" / "allergic" are left to recall by meaning).
+    assert sum(bool(answer) for answer in on_sqlite) >= 110
     different = [
         (case.question, sqlite, postgres)
         for case, sqlite, postgres in zip(
@@ -75,7 +77,7 @@ async def test_every_question_of_the_recall_set_gets_the_same_top_5_on_both_back
     assert different == []
 
 
-@pytest.mark.parametrize("prompt", ["asthmatic", "Texan", "violinist", "allergies?"])
+@pytest.mark.parametrize("prompt", ["asthma", "Texas", "violins", "allergic?", "寿司"])
 def test_word_forms_find_the_same_candidates_on_both_backends(
     tmp_path: Path, postgres_url: str, prompt: str
 ) -> None:
@@ -85,6 +87,7 @@ def test_word_forms_find_the_same_candidates_on_both_backends(
         "My sister plays the violin.",
         "I am allergic to peanuts and have allergy shots.",
         "The text was long.",
+        "我喜欢寿司和拉面。",
     ]
     found = []
     for target in (str(tmp_path / "forms.db"), postgres_url):

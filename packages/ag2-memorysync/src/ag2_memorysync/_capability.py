@@ -390,8 +390,10 @@ class MemorySyncCapability(
         """
         return self._memory.flush(timeout)
 
-    def close(self, timeout: float = 10.0) -> DeliveryReport:
+    def close(self, timeout: float | None = None) -> DeliveryReport:
         """Flush for up to ``timeout`` seconds, then release the queue and the connection.
+
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` seconds (5 when unset).
 
         Idempotent (returns the same report again). Afterwards the hooks do nothing and
         explicit calls raise RuntimeError.

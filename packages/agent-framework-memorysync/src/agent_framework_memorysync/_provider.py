@@ -257,8 +257,10 @@ class MemorySyncContextProvider(ContextProvider, AdapterAttributes, UsersDataMet
         """
         return await self._kit.flush(timeout)
 
-    async def close(self, timeout: float | None = 10.0) -> DeliveryReport:
+    async def close(self, timeout: float | None = None) -> DeliveryReport:
         """Deliver what is queued (up to ``timeout``), release the connection; the report.
+
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` seconds (5 when unset).
 
         Idempotent. The provider stays usable: a later run opens a connection again and
         must be closed again. The report counts the turns captured since the previous

@@ -295,7 +295,11 @@ class MemorySyncMemory(
             memory.capture_exchange(user_text, result.messages[-1].content)
             ```
         """
-        if not isinstance(user_text, str) or not user_text.strip():
+        given: object = user_text  # typed str, but an app may pass anything
+        if not isinstance(given, str):
+            logger.warning("capture skipped: user_text must be a str, got %s", type(given).__name__)
+            return False
+        if not user_text.strip():
             logger.warning("capture skipped: user_text must be non-empty text")
             return False
         try:
@@ -427,14 +431,19 @@ class MemorySyncMemory(
             len(result.deleted_turn_ids),
         )
 
-    async def close(self, timeout: float | None = 10.0) -> None:
-        """Deliver the queued exchanges (up to ``timeout`` s), then release the HTTP client.
+    async def close(  # type: ignore[override]  # AutoGen's returns None; ours says more
+        self, timeout: float | None = None
+    ) -> DeliveryReport:
+        """Deliver the queued exchanges (up to ``timeout`` s), release the HTTP client.
 
-        :meth:`report` tells what became of them. AutoGen may reuse a memory after
-        ``close()`` (a team reset, say): a later call simply takes a connection again,
-        so close it again when you are done.
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` seconds (5 when unset), so a server
+        that is down cannot hold the shutdown. Returns the
+        :class:`~memorysync_core.DeliveryReport` of the exchanges captured since the
+        previous ``close()``: what is ``pending`` was not delivered. AutoGen may reuse a
+        memory after ``close()`` (a team reset, say): a later call simply takes a
+        connection again, so close it again when you are done.
         """
-        await self._kit.aclose(timeout)
+        return await self._kit.aclose(timeout)
 
     # -- component config ---------------------------------------------------------------
 

@@ -10,6 +10,7 @@ Public so that another adapter can reuse it; applications pass keyword arguments
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from dataclasses import dataclass
@@ -114,6 +115,20 @@ SETTING_DEFAULTS: dict[str, Any] = {
     "outbox": None,
     "said_template": None,
 }
+
+
+def _with_guess(name: str) -> str:
+    """``name``, and the setting it is closest to: ``topk (did you mean `top_k`?)``."""
+    known = [*SETTING_DEFAULTS, "user_id", "settings"]
+    # Case and underscores are the usual slips: compare without them first.
+    folded = {k.replace("_", "").lower(): k for k in known}
+    guess = folded.get(name.replace("_", "").replace("-", "").lower())
+    if guess is None:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    return name if guess is None else f"{name} (did you mean `{guess}`?)"
+
+
 # Live or secret: never written into a serialized configuration.
 NOT_SERIALIZED = frozenset({"api_key", "transport"})
 
@@ -174,7 +189,7 @@ class AdapterSettings:
         """
         unknown = sorted(set(options) - set(SETTING_DEFAULTS))
         if unknown:
-            raise TypeError(f"unknown settings: {', '.join(unknown)}")
+            raise TypeError(f"unknown settings: {', '.join(_with_guess(n) for n in unknown)}")
         if settings is not None and not isinstance(settings, AdapterSettings):
             raise TypeError(f"settings must be an AdapterSettings, got {type(settings).__name__}")
         values: dict[str, Any] = dict(SETTING_DEFAULTS)

@@ -30,7 +30,7 @@ from ._errors import (
 from ._log_scrub import guard_key
 from ._operation import operation, with_operation
 from ._version import __version__
-from ._window import Moment, TimeWindow
+from ._window import Moment, TimeWindow, iso_moment
 
 _logger = logging.getLogger("memorysync.client")
 
@@ -391,11 +391,14 @@ class MemorySyncAPI:
         text: str,
         role: str | None = None,
         speaker: str | None = None,
-        occurred_at: str | None = None,
+        occurred_at: Moment | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
     ) -> dict[str, Any]:
-        """``POST /v1/memory/add_turn``: one turn to fact extraction."""
+        """``POST /v1/memory/add_turn``: one turn to fact extraction.
+
+        ``occurred_at``: a datetime with a time zone, or ISO 8601 text.
+        """
         _require_text("user_id", user_id)
         _require_text("text", text)
         if role is not None and role not in ("user", "assistant", "system", "tool"):
@@ -410,7 +413,7 @@ class MemorySyncAPI:
             },
             role=role,
             speaker=speaker,
-            occurred_at=occurred_at,
+            occurred_at=None if occurred_at is None else iso_moment("occurred_at", occurred_at),
             metadata=dict(metadata) if metadata is not None else None,
         )
         return await self._post("/v1/memory/add_turn", body)
@@ -619,10 +622,16 @@ class MemorySyncAPI:
         extract: bool = True,
         metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """``POST /v1/history/append``: 1 to 100 transcript turns."""
+        """``POST /v1/history/append``: 1 to 100 transcript turns.
+
+        A turn's ``occurred_at`` may be a datetime with a time zone, or ISO 8601 text.
+        """
         _require_text("user_id", user_id)
         _require_text("session_id", session_id)
         items = [dict(turn) for turn in turns]
+        for item in items:
+            if item.get("occurred_at") is not None:
+                item["occurred_at"] = iso_moment("occurred_at", item["occurred_at"])
         if not 1 <= len(items) <= MAX_HISTORY_TURNS:
             raise ValueError(f"turns must hold 1 to {MAX_HISTORY_TURNS} items, got {len(items)}")
         tenant = await self.resolve_tenant_id()

@@ -58,3 +58,26 @@ def resolve_outbox(outbox: str | None) -> str | None:
     """The explicit outbox path, else ``MEMORYSYNC_OUTBOX``, else None (no outbox)."""
     value = outbox if outbox is not None else os.environ.get(ENV_OUTBOX)
     return value or None
+
+
+ENV_CLOSE_TIMEOUT = "MEMORYSYNC_CLOSE_TIMEOUT"
+DEFAULT_CLOSE_TIMEOUT = 5.0
+
+
+def resolve_close_timeout() -> float:
+    """``MEMORYSYNC_CLOSE_TIMEOUT`` (seconds >= 0), else 5 s: how long a close waits.
+
+    A value that is not a finite number >= 0 is a ValueError naming the variable.
+    """
+    text = os.environ.get(ENV_CLOSE_TIMEOUT, "").strip()
+    if not text:
+        return DEFAULT_CLOSE_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ValueError(
+            f"{ENV_CLOSE_TIMEOUT} must be a number of seconds >= 0 (e.g. 5), got {text!r:.40}"
+        )
+    return value

@@ -114,6 +114,10 @@ class DeliveryQueue:
         """Turns refused (by the server, or on overflow or after close); never delivered."""
         return self._refused
 
+    def queued(self) -> list[CapturedTurn]:
+        """The turns waiting (the batch in flight included), in order."""
+        return list(self._items)
+
     def report(self) -> DeliveryReport:
         """Delivered, refused (with the reasons) and pending turns, as of now."""
         return DeliveryReport(

@@ -16,19 +16,21 @@ import asyncio
 import itertools
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from ._adapter import AdapterSettings
 from ._background import track, untrack
-from ._config import resolve_outbox
+from ._config import resolve_close_timeout, resolve_outbox
 from ._delivery import DeliveryQueue, DeliveryReport
 from ._errors import AuthError, MemorySyncError, ValidationError
-from ._outbox import MAX_OUTBOX_TURNS, Outbox, keys_of
+from ._outbox import MAX_OUTBOX_TURNS, Outbox, OutboxDamaged, keys_of
 from ._retry import RetryPolicy
 from ._turns import CapturedTurn
 from ._user_memory import UserMemory
 
 _logger = logging.getLogger("memorysync.delivery")
+_T = TypeVar("_T")
 
 
 class AdapterAttributes:
@@ -79,7 +81,11 @@ class AdapterKit:
         self._queue: DeliveryQueue | None = None
         self._policy = RetryPolicy()
         self._exit_flush = exit_flush
+        # What a close without a timeout waits for the server at most: a server that is
+        # down must not hold the application's shutdown for long.
+        self.close_timeout = resolve_close_timeout()
         self.outbox = _open_outbox(settings, self.home)
+        self._outbox_warned: set[str] = set()  # one WARNING per kind of outbox failure
         self.taken_over = 0  # turns an earlier process left in the outbox, queued here
         self._closed = DeliveryReport()  # what queues closed earlier ended with
 
@@ -136,11 +142,45 @@ class AdapterKit:
             queue = self._queue = DeliveryQueue(self._deliver, policy=self._policy)
             if self._exit_flush:
                 track(self)  # again after an aclose(): the kit stays usable
-            if self.outbox is not None:
-                # What an earlier process left (or this one released) goes first.
-                for turn in self.outbox.take_over():
-                    self.taken_over += queue.submit(turn)
+            # What an earlier process left (or this one released) goes first.
+            for turn in self._on_outbox("read", lambda outbox: outbox.take_over()) or ():
+                self.taken_over += queue.submit(turn)
         return queue
+
+    def _on_outbox(self, what: str, action: Callable[[Outbox], _T]) -> _T | None:
+        """``action`` on the outbox; None (and a WARNING once per kind) when it fails.
+
+        The outbox is a safety net: its failure never costs a turn the network can
+        deliver, never raises, and is said once. A damaged file it moved aside and
+        replaced gets the turns this kit still holds in memory.
+        """
+        outbox = self.outbox
+        if outbox is None:
+            return None
+        aside = len(outbox.set_aside)
+        try:
+            result: _T | None = action(outbox)
+        except OutboxDamaged as exc:
+            self.outbox = None
+            _logger.warning("%s: captured turns are kept in memory only from now on", exc)
+            return None
+        except (sqlite3.Error, OSError) as exc:
+            kind = f"{what}:{type(exc).__name__}"
+            level = logging.DEBUG if kind in self._outbox_warned else logging.WARNING
+            self._outbox_warned.add(kind)
+            _logger.log(
+                level,
+                "outbox %s failed (%s: %s): the turns are kept in memory meanwhile "
+                "(further failures of this kind are logged at DEBUG)",
+                what,
+                type(exc).__name__,
+                exc,
+            )
+            result = None
+        if len(outbox.set_aside) > aside and self._queue is not None:
+            held = self._queue.queued()
+            self._on_outbox("write", lambda box: [box.keep(turn) for turn in held])
+        return result
 
     def keep(self, turn: CapturedTurn) -> None:
         """Write ``turn`` to the outbox now (any thread; nothing without an outbox).
@@ -149,15 +189,9 @@ class AdapterKit:
         face holds a person's turn for a moment) keeps it when it is captured, then
         submits it with ``kept=True``. Never raises: a failed write is a WARNING.
         """
+        kept = self._on_outbox("write", lambda box: box.keep(turn))
         outbox = self.outbox
-        if outbox is None:
-            return
-        try:
-            kept = outbox.keep(turn)
-        except sqlite3.Error as exc:
-            _logger.warning("outbox write failed (%s): a turn is kept in memory only", exc)
-            return
-        if not kept:
+        if kept is False and outbox is not None:
             _logger.warning(
                 "outbox %s is full (%s turns): a new %s turn is kept in memory only "
                 "(%s so far); it is lost if the process ends before delivering it",
@@ -172,8 +206,7 @@ class AdapterKit:
         def key(turn: CapturedTurn) -> tuple[str | None, str]:
             return turn.user_id, turn.scope
 
-        if self.outbox is not None:
-            self.outbox.renew()  # still delivering: nobody else takes these rows
+        self._on_outbox("lease", lambda box: box.renew())  # nobody else takes these rows
         for (user_id, scope), group in itertools.groupby(batch, key=key):
             memory = self.memory_for(scope.removeprefix(self._prefix), user_id)
             turns = list(group)
@@ -196,8 +229,7 @@ class AdapterKit:
         return not (isinstance(exc, ValidationError) and size > 1)
 
     def _forget(self, turns: Sequence[CapturedTurn]) -> None:
-        if self.outbox is not None:
-            self.outbox.done(keys_of(turns))
+        self._on_outbox("delete", lambda box: box.done(keys_of(turns)))
 
     # ------------------------------------------------------------------ outcome
 
@@ -221,8 +253,12 @@ class AdapterKit:
             await self._ensure_queue().flush(timeout)
         return self.report()
 
-    async def aclose(self, timeout: float | None = 10.0) -> DeliveryReport:
+    async def aclose(self, timeout: float | None = None) -> DeliveryReport:
         """Deliver what is queued (up to ``timeout``), release the connection.
+
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` seconds (5 when unset), read when
+        the kit was made; what is still queued then is ``pending`` in the report (and
+        stays in the outbox, if there is one).
 
         Returns the report of the turns submitted since the previous ``aclose`` (an
         empty one when there were none); :meth:`report` keeps counting every turn.
@@ -231,10 +267,9 @@ class AdapterKit:
         queue, self._queue = self._queue, None
         report = DeliveryReport()
         if queue is not None:
-            report = await queue.aclose(timeout)
+            report = await queue.aclose(self.close_timeout if timeout is None else timeout)
             self._closed = _sum(self._closed, report)
-        if self.outbox is not None:
-            self.outbox.release()  # what is left there: the next start delivers it
+        self._on_outbox("release", lambda box: box.release())  # the next start delivers it
         untrack(self)
         await self.home.aclose()
         return report
@@ -273,5 +308,8 @@ def _open_outbox(settings: AdapterSettings, home: UserMemory) -> Outbox | None:
     )
     try:
         return Outbox(path, destination=destination)
+    except OutboxDamaged as exc:
+        _logger.warning("%s: captured turns are kept in memory only", exc)
+        return None
     except (OSError, sqlite3.Error) as exc:
         raise ValueError(f"outbox {path!r} cannot be opened as a SQLite file: {exc}") from exc

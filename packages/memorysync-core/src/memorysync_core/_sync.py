@@ -487,8 +487,10 @@ class SyncUserMemory:
         _check_timeout(timeout)
         if LOOP.in_loop_thread():
             raise RuntimeError("flush() cannot be called from the MemorySync background loop")
-        if self._final is not None or not LOOP.running:
+        if self._final is not None or not (LOOP.running or self._has_outbox()):
             return self.report()
+        # With an outbox the loop starts here if nothing started it yet (a capability
+        # not attached to an agent): an earlier process's turns are delivered now.
         future = LOOP.submit(self._flush(float(timeout)))
         try:
             return future.result(timeout=timeout + 1.0)
@@ -500,19 +502,22 @@ class SyncUserMemory:
         await self._state().flush(timeout)  # takes over what an outbox holds, if any
         return self.report()
 
-    def close(self, timeout: float = 10.0) -> DeliveryReport:
+    def close(self, timeout: float | None = None) -> DeliveryReport:
         """Flush for up to ``timeout`` seconds, then release the queue and the connection.
 
-        Idempotent (a second call returns the same report). Afterwards :meth:`capture`
-        and the explicit calls raise RuntimeError and :meth:`recall` returns EMPTY.
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` (5 s when unset). Idempotent (a
+        second call returns the same report). Afterwards :meth:`capture` and the
+        explicit calls raise RuntimeError and :meth:`recall` returns EMPTY.
         """
+        if timeout is None:
+            timeout = self._kit().close_timeout
         _check_timeout(timeout)
         with self._close_lock:
             if self._closed:
                 return self.report()
             self._closed = True
         RECALLERS.discard(self._key, self)
-        if not LOOP.running or LOOP.in_loop_thread():
+        if LOOP.in_loop_thread() or not (LOOP.running or self._has_outbox()):
             self._final = self.report()
             return self._final
         future = LOOP.submit(self._aclose(float(timeout)))
@@ -534,6 +539,10 @@ class SyncUserMemory:
         report = self.report()
         self._slot.state = None
         return report
+
+    def _has_outbox(self) -> bool:
+        """True when this memory keeps its turns in an outbox (an earlier process's too)."""
+        return self._kit().outbox is not None
 
     def _flush_at_exit(self, timeout: float) -> int:
         # Bounded by ``timeout`` itself (no grace period): the exit handler shares one

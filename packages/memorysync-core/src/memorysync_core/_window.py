@@ -41,6 +41,18 @@ def _instant(name: str, value: Moment) -> _dt.datetime:
     return moment.astimezone(_dt.timezone.utc)
 
 
+def iso_moment(name: str, value: Moment) -> str:
+    """``value`` as the wire's ISO 8601 text: a datetime (with a time zone) in UTC with
+    ``Z``; a string as given (the server checks it). ValueError names ``name``."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, _dt.datetime):
+        raise ValueError(
+            f"{name} must be a datetime or an ISO 8601 string, got {type(value).__name__}"
+        )
+    return _instant(name, value).isoformat().replace("+00:00", "Z")
+
+
 @dataclass(frozen=True)
 class TimeWindow:
     """Memories said at or after ``since`` and before ``until`` (either may be None).

@@ -13,6 +13,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from memorysync_local._extraction.extractor import Extractor
 from memorysync_local._handle import ServerHandle, app_with_keys, database_argument
 from memorysync_local._http.app import DEV_API_KEY
+from memorysync_local._http.guard import BODY_TIMEOUT_SECONDS
+from memorysync_local._http.header_timeout import header_timeout_protocol
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
 from memorysync_local._recall.embedding import DEFAULT_EMBEDDER
@@ -96,7 +98,11 @@ class ServedServer(ServerHandle):
         self.base_url = f"http://{shown}:{bound_port}"
         started = threading.Event()
         config = uvicorn.Config(
-            _StartSignal(app, started), lifespan="on", log_level="warning", access_log=False
+            _StartSignal(app, started),
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            http=header_timeout_protocol(getattr(app.state, "body_timeout", BODY_TIMEOUT_SECONDS)),
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

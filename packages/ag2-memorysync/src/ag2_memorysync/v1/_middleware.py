@@ -211,8 +211,10 @@ class MemorySyncMiddleware(AdapterAttributes, UsersDataMethods):
         """Wait (up to ``timeout`` seconds) for the queued turns; the report as of then."""
         return await self._kit.flush(timeout)
 
-    async def aclose(self, timeout: float = 10.0) -> DeliveryReport:
+    async def aclose(self, timeout: float | None = None) -> DeliveryReport:
         """Flush, stop delivering and release the connection; the report.
+
+        ``timeout=None``: ``MEMORYSYNC_CLOSE_TIMEOUT`` seconds (5 when unset).
 
         It counts the turns captured since the previous ``aclose``; what is left at
         interpreter exit is delivered by the core's exit handler (at most 5 s).

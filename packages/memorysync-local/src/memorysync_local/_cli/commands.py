@@ -20,6 +20,7 @@ import uvicorn
 from memorysync_local._cli.data_commands import DATA_COMMANDS, add_data_commands, run_data_command
 from memorysync_local._cli.migrate_command import add_migrate_command, run_migrate
 from memorysync_local._http.app import create_app
+from memorysync_local._http.header_timeout import header_timeout_protocol
 from memorysync_local._http.otel import instrument, start_sdk
 from memorysync_local._http.worker_threads import WorkerThreads
 from memorysync_local._plans import DEFAULT_TENANT, Plan
@@ -274,7 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-    config = uvicorn.Config(WorkerThreads(app), lifespan="off", log_level=args.log_level)
+    config = uvicorn.Config(
+        WorkerThreads(app),
+        lifespan="off",
+        log_level=args.log_level,
+        http=header_timeout_protocol(app.state.body_timeout),  # 408 to a head that trickles
+    )
     # After Config: it (re)configures uvicorn's loggers.
     logging.getLogger("uvicorn.access").addFilter(_ScrubbedPaths([*keys, *args.eval_key]))
     # uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it

@@ -5,13 +5,21 @@ the same transaction as the turn they come from), so an acknowledged turn's
 extraction survives ``kill -9`` and a restart resumes it. This module only
 decides when the worker runs: woken after a commit that added jobs, started at
 start-up when jobs were left over, stopped by :meth:`JobRunner.stop`.
+
+A database that is busy or unreachable for a while (a PostgreSQL restart, a failover)
+is logged as one WARNING line when the worker first meets it and one when the worker
+next finds the database answering; the attempts in between are DEBUG lines, never
+tracebacks. Any other failure is logged with its traceback: it is a bug or damage.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
+
+from memorysync_local._storage.errors import StorageBusy
 
 logger = logging.getLogger("memorysync.local")
 
@@ -30,6 +38,7 @@ class JobRunner:
         self._wanted = False  # jobs were added since the worker last looked
         self._idle = True
         self._stopping = False
+        self._outage_since: float | None = None  # monotonic time the database stopped answering
 
     def wake(self) -> None:
         """Jobs were committed: make sure the worker looks (starting it if needed)."""
@@ -67,12 +76,19 @@ class JobRunner:
                 self._wanted = False
             while not self._stopping:
                 try:
-                    if not self._run_next():
-                        break
+                    more = self._run_next()
+                except StorageBusy as exc:
+                    # Retryable: the job stays stored and is tried again on the next
+                    # wake (on PostgreSQL, every few seconds) or start.
+                    self._paused(exc)
+                    break
                 except Exception:
-                    # The database failed (busy, closed): the job stays stored and is
-                    # tried again on the next wake or start.
+                    # The database failed otherwise (closed, damaged): the job stays
+                    # stored and is tried again on the next wake or start.
                     logger.exception("background extraction could not run a stored job")
+                    break
+                self._resumed()
+                if not more:
                     break
             with self._cond:
                 if not self._wanted or self._stopping:
@@ -81,3 +97,23 @@ class JobRunner:
                 self._cond.wait_for(lambda: self._wanted or self._stopping)
                 if self._stopping:
                     return
+
+    def _paused(self, exc: StorageBusy) -> None:
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+            logger.warning(
+                "background extraction paused: %s (%s); stored jobs wait for the database",
+                exc.message,
+                exc.detail,
+            )
+        else:
+            logger.debug("background extraction still paused (%s)", exc.detail)
+
+    def _resumed(self) -> None:
+        if self._outage_since is not None:
+            paused = time.monotonic() - self._outage_since
+            self._outage_since = None
+            logger.warning(
+                "background extraction resumed: the database answers again (paused %.1f s)",
+                paused,
+            )

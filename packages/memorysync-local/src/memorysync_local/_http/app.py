@@ -25,6 +25,12 @@ from memorysync_local._http.official_client_routes import add_compat_routes
 from memorysync_local._plans import DEFAULT_TENANT, KeyRing, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting, embedder_or_lexical
 from memorysync_local._service.store import Store
+from memorysync_local._storage.errors import (
+    StorageBusy,
+    StorageCorrupt,
+    StorageError,
+    StorageUnwritable,
+)
 from memorysync_local._version import __version__
 
 DEV_API_KEY = "ms_local_dev_key"
@@ -50,7 +56,8 @@ def create_app(
     thread, as the hosted service does; by default a write is readable as soon as
     it is answered. ``db_path`` is a SQLite file or ``":memory:"`` (a
     ``postgresql://`` URL names a PostgreSQL database). ``body_timeout`` is how long
-    the server waits for the next piece of a request body before answering 408.
+    the server waits for the next piece of a request body before answering 408; served
+    (``serve``, ``serve_in_thread``), a request's headers get as long to arrive.
     ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
     ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
     ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
@@ -80,6 +87,7 @@ def create_app(
         async_extraction=async_extraction,
         embedder=embedder_or_lexical(embedder),
     )
+    _refuse_unusable_vectors(store)
     app = FastAPI(
         title="memorysync-local",
         version=__version__,
@@ -89,6 +97,8 @@ def create_app(
     _document_error_answers(app)
     app.state.store = store
     app.state.keys = keys
+    # The served server bounds reading a request's headers by the same timeout.
+    app.state.body_timeout = body_timeout
     install_error_handlers(app)
     app.add_middleware(GuardMiddleware, keys=keys, body_timeout=body_timeout)
     add_contract_routes(app, store, keys)
@@ -96,6 +106,27 @@ def create_app(
     add_compat_routes(app, store, keys)
     add_local_routes(app, store, keys)
     return app
+
+
+def _refuse_unusable_vectors(store: Store) -> None:
+    """With an embedder, refuse to start on a storage that cannot keep vectors (a
+    PostgreSQL role that may not create pgvector's extension): the error names what to
+    run. Serving would answer every write and recall 500. Busy or full storage is
+    not a reason: the vectors are filled in when it recovers."""
+    embedder = store.embedder
+    if embedder is None:
+        return
+    try:
+        with store.db.read() as session:
+            session.vectors.missing_count(embedder.name)
+    except (StorageBusy, StorageUnwritable, StorageCorrupt):
+        return
+    except StorageError as exc:
+        store.close()
+        raise StorageError(
+            f"cannot serve recall by meaning on {store.db.target}: {exc.message}",
+            detail=exc.detail,
+        ) from exc
 
 
 def _document_error_answers(app: FastAPI) -> None:

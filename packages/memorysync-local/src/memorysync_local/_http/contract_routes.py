@@ -1,6 +1,6 @@
-"""The MemorySync contract's routes: ``/health``, ``/org/projects``, ``/v1/memory/...``
-(add_turn, recall, query, status, list), ``/memory/add``, ``/memory/forget`` and
-``/v1/history/...``, as the hosted service answers them.
+"""The MemorySync contract's routes: ``/health`` (and ``/ready``), ``/org/projects``,
+``/v1/memory/...`` (add_turn, recall, query, status, list), ``/memory/add``,
+``/memory/forget`` and ``/v1/history/...``, as the hosted service answers them.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the dependency
@@ -25,6 +25,7 @@ from memorysync_local._http.models import (
     HistoryListBody,
     RecallBody,
 )
+from memorysync_local._http.readiness import Readiness
 from memorysync_local._plans import Caller, KeyRing
 from memorysync_local._recall.context import render_context
 from memorysync_local._service.quota import QuotaExceeded
@@ -72,6 +73,19 @@ def add_contract_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
     def health() -> Response:
         """Liveness probe (no key needed), with the protocol extensions this server has."""
         return json_answer({"status": "ok", "version": __version__, "capabilities": [CAPABILITY]})
+
+    readiness = Readiness(store.created_at)
+
+    @app.get("/ready", tags=["meta"], response_model=dict[str, str])
+    async def ready() -> Response:
+        """Readiness probe (no key needed): 200 while the storage answers a read, 503
+        while it cannot be reached (``/health`` stays 200: the process is alive)."""
+        reason = await readiness.probe()
+        if reason is None:
+            return json_answer({"status": "ready"})
+        answer = json_answer({"status": "unavailable", "detail": reason}, status=503)
+        answer.headers["Retry-After"] = "1"
+        return answer
 
     @app.get("/org/projects", tags=["org"], response_model=list[dict[str, Any]])
     def projects(who: Auth) -> Response:

@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from memorysync_local._http.guard import route_template
 from memorysync_local._service.quota import QuotaExceeded
 from memorysync_local._storage.errors import StorageBusy, StorageCorrupt, StorageUnwritable
 
@@ -77,7 +78,7 @@ async def _quota_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _storage_busy(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StorageBusy)
-    logger.warning("database busy on %s: %s", request.url.path, exc.detail)
+    logger.warning("database busy on %s: %s", route_template(request.scope), exc.detail)
     return JSONResponse(
         {"error": {"message": exc.message, "type": "storage_busy", "retry_after": 1}},
         status_code=503,
@@ -90,7 +91,7 @@ async def _storage_failed(request: Request, exc: Exception) -> JSONResponse:
     # distinct 507 with no retry hint, and the storage engine's own words in the log.
     assert isinstance(exc, (StorageUnwritable, StorageCorrupt))
     kind = exc.reason if isinstance(exc, StorageUnwritable) else "corrupt"
-    logger.error("storage failure on %s (%s): %s", request.url.path, kind, exc.detail)
+    logger.error("storage failure on %s (%s): %s", route_template(request.scope), kind, exc.detail)
     return JSONResponse(
         {"error": {"message": exc.message, "type": f"storage_{kind}"}}, status_code=507
     )

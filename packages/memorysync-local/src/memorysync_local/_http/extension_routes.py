@@ -24,6 +24,7 @@ from memorysync_local._http.models import (
     JsonObject,
     Name,
     Short,
+    Speaker,
     Text,
 )
 from memorysync_local._plans import Caller, KeyRing
@@ -48,7 +49,9 @@ UserId = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS)]
 
 class UserBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    user_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    # Name: 1-512 characters of storable text (no NUL, no unpaired surrogate), as
+    # every id of the contract's bodies.
+    user_id: Name
 
 
 class MemoryBody(UserBody):
@@ -56,7 +59,7 @@ class MemoryBody(UserBody):
 
 
 class SessionBody(UserBody):
-    session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    session_id: Name
 
 
 class ImportedMemory(BaseModel):
@@ -71,6 +74,7 @@ class ImportedMemory(BaseModel):
     importance: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     created_at: IsoTime | None = None
     said_at: IsoTime | None = None
+    speaker: Speaker | None = None
     valid_until: IsoTime | None = None
     superseded_by: Annotated[Name, Field(max_length=128)] | None = None
 

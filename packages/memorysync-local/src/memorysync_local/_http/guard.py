@@ -8,6 +8,13 @@ here, at most ``MAX_BODY_BYTES`` (413 past it, however it is framed: declared or
 chunked) and with at most ``body_timeout`` seconds between two pieces of it
 (408 when it stalls, and the connection is closed, so a client that stalls
 cannot hold it), and handed to the app whole.
+
+Before the app sees a keyed request, its path and query are checked as the bodies'
+strings are: percent-escapes that are not UTF-8 (``%ff``, an encoded surrogate) are a
+400, never decoded to U+FFFD (which would name another user); a NUL character is a
+422 (neither backend can store or match one). A failure is logged with the route's
+template (``/memory/{memory_id}/history``), never the path itself, which
+may carry an id or a key.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ import json
 import logging
 import secrets
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorysync_local._plans import KeyRing
@@ -27,7 +36,9 @@ logger = logging.getLogger("memorysync.local")
 MAX_BODY_BYTES = 8 * 1024 * 1024
 BODY_TIMEOUT_SECONDS = 10.0
 # Routes that answer without a key (everything else needs one).
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset(
+    {"/health", "/ready", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+)
 
 
 class GuardMiddleware:
@@ -62,11 +73,16 @@ class GuardMiddleware:
                 message = {**message, "headers": headers}
             await send(message)
 
-        if _has_body(scope) and scope.get("path") not in PUBLIC_PATHS:
-            refusal = self._key_refusal(scope)
-            if refusal is not None:
-                await _send_json(send_with_id, 401, {"detail": refusal})
-                return
+        public = scope.get("path") in PUBLIC_PATHS
+        refusal = None if public else self._key_refusal(scope)
+        if refusal is not None and _has_body(scope):
+            await _send_json(send_with_id, 401, {"detail": refusal})
+            return
+        # Without a key the route answers 401 itself, before reading any id.
+        problem = _target_problem(scope) if refusal is None else None
+        if problem is not None:
+            await _send_json(send_with_id, *problem)
+            return
         if _declared_length(scope) > MAX_BODY_BYTES:
             await _send_json(send_with_id, 413, _too_large())
             return
@@ -92,7 +108,8 @@ class GuardMiddleware:
         try:
             await self.app(scope, receive_body, send_with_id)
         except Exception:
-            logger.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            # The route's template, never the path: it may carry an id or a key.
+            logger.exception("unhandled error on %s %s", scope.get("method"), route_template(scope))
             if not started:
                 await _send_json(
                     send_with_id, 500, {"detail": "internal error in memorysync-local"}
@@ -127,6 +144,71 @@ class GuardMiddleware:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+def route_template(scope: Scope) -> str:
+    """The template of the route that serves ``scope`` (``/memory/{memory_id}``), for logs;
+    ``<no route>`` when none matches."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if isinstance(path, str):
+        return path
+    app = scope.get("app")
+    for candidate in getattr(getattr(app, "router", None), "routes", ()):
+        try:
+            match, _ = candidate.matches(scope)
+        except Exception:  # a scope the route cannot read: not this route
+            continue
+        if match == Match.FULL and isinstance(getattr(candidate, "path", None), str):
+            return str(candidate.path)
+    return "<no route>"
+
+
+def _target_problem(scope: Scope) -> tuple[int, dict[str, Any]] | None:
+    """The status and answer that refuse the request's path or query, or None.
+
+    The path is read raw (the ASGI server has already decoded ``scope["path"]``,
+    replacing bad bytes) and percent-decoded here as strict UTF-8.
+    """
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes):
+        path = _strict_text(unquote_to_bytes(raw.partition(b"?")[0]))
+        if path is None:
+            return 400, {"detail": "path: not valid UTF-8 once percent-decoded"}
+    else:
+        path = str(scope.get("path", ""))
+    if "\x00" in path:
+        return 422, _nul_refusal(["path"])
+    for name, value in _query_items(scope.get("query_string", b"")):
+        if name is None or value is None:
+            return 400, {"detail": "query: not valid UTF-8 once percent-decoded"}
+        if "\x00" in name or "\x00" in value:
+            return 422, _nul_refusal(["query", name.replace("\x00", "")])
+    return None
+
+
+def _strict_text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _query_items(query: bytes) -> list[tuple[str | None, str | None]]:
+    """The query's (name, value) pairs, percent-decoded as strict UTF-8 (None: not UTF-8)."""
+    items: list[tuple[str | None, str | None]] = []
+    for part in query.split(b"&"):
+        if not part:
+            continue
+        name, _, value = part.replace(b"+", b" ").partition(b"=")
+        items.append((_strict_text(unquote_to_bytes(name)), _strict_text(unquote_to_bytes(value))))
+    return items
+
+
+def _nul_refusal(loc: list[str]) -> dict[str, Any]:
+    where = ".".join(loc)
+    msg = f"{where}: contains a NUL character"
+    return {"detail": [{"loc": loc, "msg": msg, "type": "value_error"}]}
 
 
 def _has_body(scope: Scope) -> bool:

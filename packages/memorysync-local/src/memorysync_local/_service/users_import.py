@@ -153,6 +153,7 @@ def _prepared_memories(items: Iterable[Any]) -> list[dict[str, Any]]:
                 "importance": item.get("importance"),
                 "created_at": item.get("created_at"),
                 "said_at": item.get("said_at"),
+                "speaker": item.get("speaker"),
                 "valid_until": item.get("valid_until") if superseded else None,
                 "superseded_by": _source_id(item.get("superseded_by")) if superseded else None,
                 "source_id": None if raw_id is None else str(raw_id),
@@ -266,6 +267,7 @@ def _import_memory(
             request_id=None,
             created_at=created_at,
             said_at=_time(memory.get("said_at"), created_at),
+            speaker=memory.get("speaker"),
             attribute=None if stated is None else stated[0],
         )
     )

@@ -144,9 +144,9 @@ class MemoryTable(Protocol):
 
     def insert(self, memory: NewMemory) -> int:
         """Store one memory, current; its id. The word index is updated in the same
-        transaction: its stems are ``_recall.words.memory_stems(text, attribute)``,
-        under its owner. A memory of a session takes the next position there
-        (``MemoryLine.position``: 1, 2, ...; one user's writes take turns, so two
+        transaction: its terms are ``_text.analyzer.index_text`` of its text and its
+        attribute's words, under its owner. A memory of a session takes the next position
+        there (``MemoryLine.position``: 1, 2, ...; one user's writes take turns, so two
         never share one, whatever ids concurrent writers interleave)."""
         ...
 
@@ -452,12 +452,11 @@ class UsersData(Protocol):
 
 
 class WordIndex(Protocol):
-    """Each memory's stems (``_recall.words.index_text``), searched by prefix.
+    """Each memory's terms (``_text.analyzer.index_text``), matched exactly.
 
-    A prompt stem ``q`` matches an indexed stem ``t`` when ``t`` starts with
-    ``q[:5]``, or, for a ``q`` longer than four letters, when ``t == q[:4]``
-    (``_recall.words.matches``; ``_recall.words.vocabulary_ranges`` gives the same as
-    ranges of terms).
+    A prompt term (``_text.analyzer.query_stems``) is one or more forms joined by
+    ``|``; it matches an indexed term equal to one of them (``_text.analyzer.Matcher``;
+    ``_text.analyzer.vocabulary_ranges`` gives the same as ranges of terms).
     """
 
     def newest_matching(

@@ -288,7 +288,8 @@ class _Worker:
         try:
             conn, pid = self._connect()
         except psycopg.Error as exc:
-            logger.warning("the job queue's connection is lost (%s); retrying", type(exc).__name__)
+            # DEBUG: the extraction worker logs the outage once, and its end.
+            logger.debug("the job queue's connection is lost (%s); retrying", type(exc).__name__)
             return
         old, self._conn, self.pid = self._conn, conn, pid
         old.close()

@@ -28,6 +28,7 @@ from memorysync_local._storage.postgres.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
 )
+from memorysync_local._storage.postgres.word_index import reindex_words
 from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._timeutil import render, utc_now
 
@@ -53,6 +54,7 @@ class Pool:
         self._closed = False
         try:
             migrate(url)
+            reindex_words(url)  # the word index made again if another analyzer made it
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise refused_database(self.shown, exc) from exc
         self._pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(

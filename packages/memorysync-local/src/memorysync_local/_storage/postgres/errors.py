@@ -3,9 +3,10 @@
 Every session and connection of the PostgreSQL backend runs inside :func:`translated`,
 so a full disk, a read-only database or replica, contention, a cancelled statement
 or a lost connection leave the backend as :class:`StorageUnwritable` /
-:class:`StorageBusy`, whatever psycopg called them; a database that cannot be opened
-becomes :func:`refused_database`'s error, naming it without its password
-(:func:`redact`).
+:class:`StorageBusy`, whatever psycopg called them, and a role that may not create
+pgvector's extension as a :class:`StorageError` naming the SQL to run; a database
+that cannot be opened becomes :func:`refused_database`'s error, naming it without its
+password (:func:`redact`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from memorysync_local._storage.errors import (
     StorageError,
     StorageUnwritable,
 )
+from memorysync_local._storage.postgres.vectors import extension_refused
 from memorysync_local._storage.target import shown
 
 _UNWRITABLE = {
@@ -59,6 +61,8 @@ def classify(exc: BaseException) -> StorageError | None:
         # Contention, a cancelled statement, or the connection lost (a restart, a
         # failover): a retry shortly may well succeed.
         return StorageBusy("the database is busy or unreachable; retry shortly", detail=detail)
+    if state == "42501":
+        return extension_refused(exc)
     return None
 
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import psycopg
 
-from memorysync_local._recall.words import memory_stems
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.postgres.database import migrate, run_locked
 from memorysync_local._storage.postgres.errors import redact, translated
 from memorysync_local._storage.postgres.schema import VECTOR_STATEMENTS
 from memorysync_local._storage.postgres.vectors import to_literal
+from memorysync_local._storage.postgres.word_index import memory_stems
 from memorysync_local._storage.sqlite.dump import SqliteDump
 from memorysync_local._storage.target import open_storage
 

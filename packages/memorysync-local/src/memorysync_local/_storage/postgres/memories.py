@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorysync_local._recall.words import memory_stems
+from memorysync_local._storage.postgres.word_index import memory_stems
 from memorysync_local._storage.records import (
     MemoryLine,
     MemoryRecord,

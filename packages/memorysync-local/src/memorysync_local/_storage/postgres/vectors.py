@@ -9,10 +9,32 @@ from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.records import VectorCounters
 
 if TYPE_CHECKING:
+    import psycopg
+
     from memorysync_local._storage.postgres.backend import PostgresSession
+
+# What an administrator runs, connected to the server's database, to allow recall by
+# meaning: pgvector is not a trusted extension, so only a superuser may create it.
+VECTOR_EXTENSION_SQL = "CREATE EXTENSION IF NOT EXISTS vector;"
+
+
+def extension_refused(exc: psycopg.Error) -> StorageError | None:
+    """The error naming the permission and the SQL when the role may not create pgvector's
+    extension (``permission denied to create extension "vector"``); None for any other."""
+    primary = exc.diag.message_primary or ""
+    if exc.sqlstate != "42501" or 'extension "vector"' not in primary:
+        return None
+    return StorageError(
+        "recall by meaning needs the pgvector extension in this database, and this role "
+        f"may not create it ({primary}; only a superuser may). An administrator can run, "
+        f"connected to this database: {VECTOR_EXTENSION_SQL} "
+        "Or start without an embedder (--embedder none) to serve word recall.",
+        detail=primary,
+    )
 
 
 def to_literal(blob: bytes) -> str:

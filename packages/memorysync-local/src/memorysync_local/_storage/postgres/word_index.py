@@ -1,11 +1,12 @@
-"""The word index on PostgreSQL (``WordIndex``).
+"""The word index on PostgreSQL (``WordIndex``), and its re-index at start.
 
-``memories.stems`` holds our stems and ``stems_tsv`` (generated, GIN-indexed)
-the same stems as lexemes, untouched by any text-search dictionary. A prompt stem
-``q`` becomes the tsquery ``'q[:5]':* | 'q[:4]'`` (the second only for a ``q`` longer
-than four letters), which matches exactly the terms ``recall.words.matches`` accepts.
-A term's document count is counted from the lexemes of the memories the GIN index
-finds for its range, so BM25 gets the numbers SQLite's ``fts5vocab`` gives.
+``memories.stems`` holds a memory's terms (``_text.analyzer.index_text``) and
+``stems_tsv`` (generated, GIN-indexed) the same terms as lexemes, untouched by any
+text-search dictionary. A prompt term becomes the tsquery of its forms, each an exact
+lexeme (``'perr' | 'perro'``): the terms ``_text.analyzer.Matcher`` accepts. A term's
+document count is counted from the lexemes of the memories the GIN index finds for it,
+so BM25 gets the numbers SQLite's ``fts5vocab`` gives. :func:`reindex_words` makes
+every memory's terms again when another analyzer made them.
 """
 
 from __future__ import annotations
@@ -14,13 +15,19 @@ import math
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
+
+import psycopg
+
+from memorysync_local._extraction.attributes import attribute_words
+from memorysync_local._storage.reindex import Reindex
+from memorysync_local._text.analyzer import ANALYZER_VERSION, alternatives, index_text
 
 if TYPE_CHECKING:
     from memorysync_local._storage.postgres.backend import PostgresSession
 
-PREFIX = 5
-SHORT = 4
+# pg_advisory_lock key: one process re-indexes, the others wait and find it done.
+REINDEX_LOCK = 0x6D7379_6E63_0002
 # A prompt stem held by this share of the memories is "common" (see newest_matching):
 # where an index scan from the newest memory finds its matches sooner than the GIN
 # index lists them all (measured at 100k memories: about 1.25%).
@@ -32,12 +39,15 @@ def _lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def memory_stems(text: str, attribute: str | None) -> str:
+    """What ``memories.stems`` holds for a memory: its text's terms and its attribute's
+    words'."""
+    return index_text(f"{text} {attribute_words(attribute)}")
+
+
 def stem_tsquery(query: str) -> str:
-    """The tsquery text for one prompt stem (see the module docstring)."""
-    found = f"{_lexeme(query[:PREFIX])}:*"
-    if len(query) > SHORT:
-        found += f" | {_lexeme(query[:SHORT])}"
-    return f"({found})"
+    """The tsquery text for one prompt term: any of its forms, exactly."""
+    return "(" + " | ".join(_lexeme(form) for form in alternatives(query)) + ")"
 
 
 def range_terms(low: str, high: str) -> tuple[str, str, list[object]]:
@@ -121,12 +131,7 @@ class PostgresWordIndex:
         if not shares:
             return False
         for stem in stems:
-            prefix, short = stem[:PREFIX], stem[:SHORT] if len(stem) > SHORT else None
-            held = sum(
-                share
-                for lexeme, share in shares.items()
-                if lexeme.startswith(prefix) or lexeme == short
-            )
+            held = sum(shares.get(form, 0.0) for form in alternatives(stem))
             if held < COMMON_SHARE:
                 return False
         return True
@@ -149,3 +154,62 @@ class PostgresWordIndex:
             params.append(query)
         row = self._s.conn.execute(sql, params).fetchone()
         return int(row["n"]) if row else 0
+
+
+def reindex_words(url: str, *, out: TextIO | None = None) -> int:
+    """Make every memory's terms again if the running analyzer did not make them; how
+    many memories were indexed (0 when they are current).
+
+    Under :data:`REINDEX_LOCK` (several processes may start together); ``meta``
+    records the analyzer and the progress (``_storage.reindex``), each batch of
+    memories committing with it, so a process killed half-way resumes where it
+    stopped. Memories written meanwhile get their terms from the running analyzer.
+    """
+    job = Reindex(ANALYZER_VERSION, out=out)
+    with psycopg.connect(url, autocommit=True) as conn:
+        if _meta(conn, Reindex.DONE) == ANALYZER_VERSION:
+            return 0
+        conn.execute("SELECT pg_advisory_lock(%s)", (REINDEX_LOCK,))
+        try:
+            return _reindex(conn, job)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (REINDEX_LOCK,))
+
+
+def _meta(conn: psycopg.Connection[Any], key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _remember(conn: psycopg.Connection[Any], key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        (key, value),
+    )
+
+
+def _reindex(conn: psycopg.Connection[Any], job: Reindex) -> int:
+    if _meta(conn, Reindex.DONE) == job.version:  # another process did it meanwhile
+        return 0
+    last = job.resume_from(_meta(conn, Reindex.UNDER_WAY)) or 0
+    row = conn.execute("SELECT COUNT(*) FROM memories WHERE id > %s", (last,)).fetchone()
+    job.begin(last, int(row[0]) if row else 0)
+    while True:
+        with conn.transaction():
+            rows = conn.execute(
+                "SELECT id, text, attribute FROM memories WHERE id > %s ORDER BY id LIMIT %s",
+                (last, job.batch),
+            ).fetchall()
+            if not rows:
+                _remember(conn, Reindex.DONE, job.version)
+                conn.execute("DELETE FROM meta WHERE key = %s", (Reindex.UNDER_WAY,))
+                return job.finish()
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "UPDATE memories SET stems = %s WHERE id = %s",
+                    [(memory_stems(str(r[1]), r[2]), int(r[0])) for r in rows],
+                )
+            last = int(rows[-1][0])
+            _remember(conn, Reindex.UNDER_WAY, job.progress(last))
+        job.advance(len(rows))

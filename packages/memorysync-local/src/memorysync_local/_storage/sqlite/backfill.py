@@ -3,6 +3,10 @@ the memories a file already holds.
 
 Each runs inside its migration's transaction, so an interrupted upgrade leaves the
 file as it was; a large one shows a progress bar (``_storage.batches``).
+
+
+The word index is re-made apart from the numbered migrations, whenever the analyzer
+that made it is not the running one (:func:`reindex_words`).
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ from itertools import pairwise
 from typing import Any, TextIO
 
 from memorysync_local._extraction.attributes import classify, is_multi_valued
-from memorysync_local._recall.words import index_text, memory_stems, owner_token
 from memorysync_local._storage.batches import BATCH, in_batches
+from memorysync_local._storage.reindex import Reindex
+from memorysync_local._storage.sqlite.word_index import STEMS_DDL, memory_stems
+from memorysync_local._text.analyzer import ANALYZER_VERSION, index_text
+from memorysync_local._text.owner import owner_token
 
 
 def backfill_stems(conn: sqlite3.Connection, *, out: TextIO | None = None) -> int:
@@ -68,3 +75,83 @@ def backfill_attributes(conn: sqlite3.Connection) -> int:
         ],
     )
     return len(found)
+
+
+def reindex_words(conn: sqlite3.Connection, *, out: TextIO | None = None) -> int:
+    """Re-make the word index if the running analyzer did not make it; how many
+    memories were indexed (0 when it is current).
+
+    ``meta`` records the analyzer of a finished index (``word_analyzer``) and of one
+    under way with the last memory id it reached (``word_reindex``). A start from
+    scratch re-creates the table (:data:`~.word_index.STEMS_DDL`); each batch of
+    memories then commits with its progress, so a process killed half-way resumes
+    where it stopped. Memories written meanwhile are indexed by the insert trigger,
+    with the running analyzer.
+    """
+    job = Reindex(ANALYZER_VERSION, out=out)
+
+    def meta(key: str) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def remember(key: str, value: str) -> None:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    if meta(Reindex.DONE) == ANALYZER_VERSION:
+        return 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        last = job.resume_from(meta(Reindex.UNDER_WAY))
+        if last is None:
+            conn.execute("DROP TABLE IF EXISTS memories_stems")
+            conn.execute(STEMS_DDL)
+            last = 0
+            remember(Reindex.UNDER_WAY, job.progress(last))
+        left = int(
+            conn.execute("SELECT COUNT(*) FROM memories WHERE id > ?", (last,)).fetchone()[0]
+        )
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+    job.begin(last, left)
+    # (A file made by a tool that stops at an older schema has no attributes yet.)
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(memories)")}
+    attribute = "attribute" if "attribute" in columns else "NULL"
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(
+                f"SELECT id, tenant_id, user_id, text, {attribute} FROM memories "
+                "WHERE id > ? ORDER BY id LIMIT ?",
+                (last, job.batch),
+            ).fetchall()
+            if rows:
+                high = int(rows[-1][0])
+                # Rows the insert trigger wrote meanwhile are made again, alike.
+                conn.execute(
+                    "DELETE FROM memories_stems WHERE rowid > ? AND rowid <= ?", (last, high)
+                )
+                conn.executemany(
+                    "INSERT INTO memories_stems (rowid, owner, stems) VALUES (?, ?, ?)",
+                    [
+                        (int(r[0]), owner_token(r[1], r[2]), memory_stems(str(r[3]), r[4]))
+                        for r in rows
+                    ],
+                )
+                last = high
+                remember(Reindex.UNDER_WAY, job.progress(last))
+            else:
+                remember(Reindex.DONE, ANALYZER_VERSION)
+                conn.execute("DELETE FROM meta WHERE key = ?", (Reindex.UNDER_WAY,))
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+        if not rows:
+            return job.finish()
+        job.advance(len(rows))

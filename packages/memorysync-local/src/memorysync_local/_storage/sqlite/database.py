@@ -22,10 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memorysync_local._extraction.attributes import attribute_words
-from memorysync_local._recall.words import index_text, owner_token
 from memorysync_local._storage.schema_version import refuse_newer
+from memorysync_local._storage.sqlite.backfill import reindex_words
 from memorysync_local._storage.sqlite.errors import refused_file, storage_errors
 from memorysync_local._storage.sqlite.schema import AFTER, MIGRATIONS, SCHEMA_VERSION
+from memorysync_local._text.analyzer import index_text
+from memorysync_local._text.owner import owner_token
 from memorysync_local._timeutil import render, rendered_micros, utc_now
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "SCHEMA_VERSION", "Database"]
@@ -48,6 +50,8 @@ class Database:
         try:
             first = self._open()
             self._migrate(first)
+            # The word index made again if another analyzer made it (resumable).
+            reindex_words(first)
         except sqlite3.Error as exc:
             self.close()
             raise refused_file(path, exc) from exc

@@ -107,9 +107,10 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX history_by_seq ON history (tenant_id, user_id, session_id, seq, role)
         WHERE seq IS NOT NULL;
     """,
-    # Recall by word forms (memorysync_local._recall.words): each memory's derivational
-    # stems, searched by prefix, and a token of its owner so that a search reads only
-    # that user's postings. Filled for existing memories by backfill_stems (AFTER).
+    # Recall by word forms: each memory's stems and a token of its owner so that a
+    # search reads only that user's postings. Filled for existing memories by
+    # backfill_stems (AFTER). Since issue 34 the table is re-made with exact terms by
+    # backfill.reindex_words whenever the running analyzer did not make it.
     3: """
     CREATE VIRTUAL TABLE memories_stems USING fts5 (
         owner, stems, tokenize='unicode61', prefix='3 4 5'

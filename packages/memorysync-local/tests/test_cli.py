@@ -94,6 +94,8 @@ def test_serve_without_keys_generates_one_and_prints_it_once(tmp_path: Path) -> 
     try:
         assert proc.stdout is not None
         banner = proc.stdout.readline()
+        # Recall by meaning is on by default: its line comes between.
+        assert proc.stdout.readline().startswith("recall by meaning: model2vec:")
         key_line = proc.stdout.readline()
         base_url = banner.rsplit(" at ", 1)[1].strip()
         key = key_line.rsplit(": ", 1)[1].strip()

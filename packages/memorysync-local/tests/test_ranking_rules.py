@@ -76,7 +76,7 @@ def test_length_normalisation_ranks_a_focused_memory_above_a_long_passing_mentio
 
 def test_names_in_every_memory_weigh_less_than_a_topic_word_of_the_prompt() -> None:
     # Counted alike, three names matched (in every turn) outweighed "sunrise" 3 to 1.
-    with embedded(":memory:") as server:
+    with embedded(":memory:", embedder="none") as server:
         keep(
             server,
             "Dan: the sunrise over the lake was lovely",
@@ -125,7 +125,7 @@ def test_the_answer_after_an_echoing_question_is_recalled_though_it_shares_no_wo
 
 
 def test_without_a_session_memories_borrow_nothing_from_their_neighbours() -> None:
-    with embedded(":memory:") as server:
+    with embedded(":memory:", embedder="none") as server:
         keep_turns(server, *LIBRARY)
         assert ranked(server, "What books are in the library?") == [LIBRARY[0]]
 
@@ -169,7 +169,7 @@ def test_a_question_is_a_text_ending_with_a_question_mark(text: str, asks: bool)
 
 def test_a_when_question_ranks_the_memory_that_says_when_above_an_equal_match() -> None:
     # Both match "support group" alike; the one stored last (newest) used to win the tie.
-    with embedded(":memory:") as server:
+    with embedded(":memory:", embedder="none") as server:
         keep(
             server,
             "Caroline: I went to a support group yesterday",
@@ -313,7 +313,7 @@ def test_a_question_naming_a_month_ranks_what_was_said_then_above_an_equal_match
 
 def test_a_memory_said_on_the_named_day_is_recalled_however_many_newer_ones_match() -> None:
     # "Joanna" is in every memory: the word index offers only its newest matches.
-    with embedded(":memory:") as server:
+    with embedded(":memory:", embedder="none") as server:
         keep_said(server, "Joanna: I printed my first screenplay", "2022-01-21T10:00:00Z")
         for number in range(80):
             keep_said(server, f"Joanna: Hello again {number}", "2022-03-01T10:00:00Z")

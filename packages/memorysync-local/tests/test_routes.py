@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
-from shared.local_server import stored_history, stored_memories
+from shared.local_server import client_for, stored_history, stored_memories
 
 T = "local"
 
@@ -138,12 +139,18 @@ async def test_recall_nothing_relevant_is_empty(client: httpx.AsyncClient) -> No
     assert answer.json()["memories"] == []
 
 
-async def test_recall_equal_scores_prefer_the_newest(client: httpx.AsyncClient) -> None:
-    await client.post("/v1/memory/add_turn", json=turn("I play chess."))
-    await client.post("/v1/memory/add_turn", json=turn("I teach chess."))
-    answer = await client.post(
-        "/v1/memory/query", json={"tenant_id": T, "user_id": "ana", "prompt": "chess", "k": 1}
-    )
+@pytest.mark.parametrize("served", [False, True], ids=["embedded", "served"])
+async def test_recall_equal_word_scores_prefer_the_newest(
+    make_local_server: Any, served: bool
+) -> None:
+    # Word recall alone: with recall by meaning, the closer meaning decides a tie.
+    server = make_local_server(served=served, embedder="none")
+    async with client_for(server) as client:
+        await client.post("/v1/memory/add_turn", json=turn("I play chess."))
+        await client.post("/v1/memory/add_turn", json=turn("I teach chess."))
+        answer = await client.post(
+            "/v1/memory/query", json={"tenant_id": T, "user_id": "ana", "prompt": "chess", "k": 1}
+        )
     [best] = answer.json()["memories"]
     assert best["value"] == "Teaches chess"
 

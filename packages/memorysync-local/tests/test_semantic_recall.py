@@ -138,7 +138,7 @@ def test_a_question_sharing_no_word_with_the_fact_is_recalled_by_meaning(
     tmp_path: Path, model: str
 ) -> None:
     db = tmp_path / "m.db"
-    with embedded(str(db)) as words_only:
+    with embedded(str(db), embedder="none") as words_only:
         tell(words_only, *FACTS)
         # No word in common ("pet" would be: a pet fact's stems index its attribute's
         # words, "pet animal"); "cat" sits on the dog's axis of the tiny model.
@@ -156,7 +156,7 @@ def test_hybrid_scores_stay_in_0_1_and_never_below_the_lexical_score(
     with embedded(str(db), embedder=model) as hybrid:
         tell(hybrid, *FACTS, "My cat is called Miso.", "I live in Porto.")
     prompt = "Where does my dentist work live?"
-    with embedded(str(db)) as words_only:
+    with embedded(str(db), embedder="none") as words_only:
         lexical = {m["text"]: m["score"] for m in recall(words_only, prompt, k=10)}
     with embedded(str(db), embedder=model) as hybrid:
         fused = {m["text"]: m["score"] for m in recall(hybrid, prompt, k=10)}
@@ -206,7 +206,7 @@ def test_memories_stored_without_vectors_are_embedded_at_start_with_progress(
     tmp_path: Path, model: str
 ) -> None:
     db = tmp_path / "m.db"
-    with embedded(str(db)) as words_only:
+    with embedded(str(db), embedder="none") as words_only:
         tell(words_only, *FACTS)
     assert vector_rows(db) == []
     embedder = Model2VecEmbedder(model.partition(":")[2])
@@ -218,7 +218,7 @@ def test_memories_stored_without_vectors_are_embedded_at_start_with_progress(
     assert "3 / 3 memories" in out.getvalue()
     assert len(vector_rows(db)) == 3
     # A server started with an embedder fills what is missing itself.
-    with embedded(str(db)) as words_only:
+    with embedded(str(db), embedder="none") as words_only:
         tell(words_only, "My cat is called Miso.")
     with embedded(str(db), embedder=model) as hybrid:
         assert len(vector_rows(db)) == len(memory_ids(db)) == 4

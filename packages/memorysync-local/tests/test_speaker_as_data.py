@@ -74,14 +74,18 @@ async def test_a_label_in_the_text_is_no_speaker_its_memories_borrow_nothing(
     assert found == await recall(client, "When does my passport expire?", user="bea")
 
 
+@pytest.mark.parametrize("served", [False, True], ids=["embedded", "served"])
 async def test_a_fact_after_a_question_is_not_taken_for_its_answer_without_speakers(
-    client: httpx.AsyncClient,
+    make_local_server: Callable[..., Any], served: bool
 ) -> None:
-    for text in ("Did I tell you about my allergies?", "Bought new running shoes"):
-        await add(client, text, session="s1")
-    assert texts(await recall(client, "What about my allergies?")) == [
-        "Did I tell you about my allergies?"
-    ]
+    # Word recall alone: what is checked is that the dialog rule borrows nothing.
+    server = make_local_server(served=served, embedder="none")
+    async with client_for(server) as client:
+        for text in ("Did I tell you about my allergies?", "Bought new running shoes"):
+            await add(client, text, session="s1")
+        assert texts(await recall(client, "What about my allergies?")) == [
+            "Did I tell you about my allergies?"
+        ]
 
 
 async def test_a_label_naming_a_prompt_word_raises_nothing(client: httpx.AsyncClient) -> None:
@@ -213,7 +217,7 @@ def test_concurrent_writers_give_each_session_contiguous_positions(
 async def test_turns_beside_each_other_by_position_survive_interleaved_writes(
     make_local_server: Callable[..., Any],
 ) -> None:
-    server = make_local_server()
+    server = make_local_server(embedder="none")  # the dialog rule alone, no meaning
     caller = Caller("k", "local", False, None)
     # Two sessions written turn by turn, alternately: every id neighbour is the other's.
     sessions = {

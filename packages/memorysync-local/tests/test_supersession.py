@@ -228,7 +228,7 @@ def test_an_upgrade_classifies_stored_memories_and_keeps_the_newest(
             )
     old.close()
     monkeypatch.undo()
-    with embedded(str(path)) as server:
+    with embedded(str(path), embedder="none") as server:
         current, _ = server.store.list_memories("local", "ana", 0, 0)
         # The upgrade indexed the attribute's words: "live" finds "Moved to Toronto".
         found = server.store.search("local", "ana", "Where do I live?", 5)

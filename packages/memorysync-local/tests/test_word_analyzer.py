@@ -60,7 +60,8 @@ COLLISIONS = [
 
 @pytest.fixture
 def served(make_local_server: Any) -> Any:
-    return make_local_server(served=True)
+    # The word analyzer alone: recall by meaning (on by default) is off here.
+    return make_local_server(served=True, embedder="none")
 
 
 async def test_no_memory_is_recalled_for_a_word_it_only_shares_a_prefix_with(

@@ -185,7 +185,7 @@ def v2_copy(tmp_path: Path) -> Path:
 async def test_a_version_2_file_is_upgraded_and_recalls_word_forms(v2_copy: Path) -> None:
     with closing(sqlite3.connect(v2_copy)) as conn:
         before = conn.execute("SELECT id, user_id, text FROM memories ORDER BY id").fetchall()
-    with embedded(str(v2_copy)) as server:
+    with embedded(str(v2_copy), embedder="none") as server:
         async with client_for(server) as client:
             assert texts(await recall(client, "ana", "Am I allergic?")) == ["Allergic to peanuts"]
             assert texts(await recall(client, "ben", "Am I allergic?")) == ["Allergic to cats"]
@@ -272,7 +272,7 @@ def _insert(server: Any, user: str, facts: list[str]) -> None:
 async def test_an_old_fact_behind_many_newer_matches_is_still_recalled(
     make_local_server: Any,
 ) -> None:
-    server = make_local_server()
+    server = make_local_server(embedder="none")
     many = 200  # more than recall reads per stem (at least 50, 4 x k)
     _insert(server, "u1", ["Allergic to peanuts", "Plans a weekend in Porto"])
     _insert(server, "u1", [f"Plans to visit city number {i}" for i in range(many)])

@@ -12,6 +12,7 @@ from memorysync_local._handle import ServerHandle, app_with_keys, database_argum
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
+from memorysync_local._recall.embedding import DEFAULT_EMBEDDER
 from memorysync_local._storage.target import shown
 
 EMBEDDED_BASE_URL = "http://memorysync.local"
@@ -53,7 +54,7 @@ def embedded(
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
     extractor: Extractor | str | None = None,
-    embedder: EmbedderSetting = None,
+    embedder: EmbedderSetting = DEFAULT_EMBEDDER,
 ) -> EmbeddedServer:
     """Start a server in-process over ``db_path`` and return how to reach it.
 
@@ -63,8 +64,10 @@ def embedded(
     ``api_key`` (default ``"ms_local_dev_key"``, the documented development key)
     is a full key of ``tenant_id``; ``api_keys`` adds more full keys
     (key -> tenant), ``eval_keys`` evaluation keys, ``plans`` quotas.
-    ``embedder`` (``"none"``, ``"model2vec[:MODEL]"``, ``"openai[:MODEL]"`` or an
-    ``Embedder``) turns on recall by meaning; ``extractor`` (``"rules"``,
+    ``embedder`` chooses recall by meaning: by default ``"model2vec"``, the static
+    model the package ships (offline, no torch); ``"none"`` recalls by words only;
+    ``"model2vec:MODEL"``, ``"sentence-transformers[:MODEL_OR_PATH]"``,
+    ``"openai[:MODEL]"`` or an ``Embedder`` another model; ``extractor`` (``"rules"``,
     ``"openai[:MODEL]"`` or an ``Extractor``) decides the facts; see :func:`create_app`.
 
     Example:

@@ -12,6 +12,7 @@ from memorysync_local._extraction.extractor import Extractor
 from memorysync_local._http.app import create_app
 from memorysync_local._plans import Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
+from memorysync_local._recall.embedding import DEFAULT_EMBEDDER
 from memorysync_local._service.store import Store
 
 _Handle = TypeVar("_Handle", bound="ServerHandle")
@@ -27,7 +28,7 @@ def app_with_keys(
     plans: Mapping[str, Plan] | None,
     async_extraction: bool,
     extractor: Extractor | str | None,
-    embedder: EmbedderSetting = None,
+    embedder: EmbedderSetting = DEFAULT_EMBEDDER,
 ) -> FastAPI:
     """The app over ``db_path`` with ``api_key`` a full key of ``tenant_id`` plus ``api_keys``."""
     return create_app(

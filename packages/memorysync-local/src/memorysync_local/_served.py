@@ -17,6 +17,7 @@ from memorysync_local._http.guard import BODY_TIMEOUT_SECONDS
 from memorysync_local._http.header_timeout import header_timeout_protocol
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
+from memorysync_local._recall.embedding import DEFAULT_EMBEDDER
 from memorysync_local._storage.target import shown
 
 
@@ -143,7 +144,7 @@ def serve_in_thread(
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
     extractor: Extractor | str | None = None,
-    embedder: EmbedderSetting = None,
+    embedder: EmbedderSetting = DEFAULT_EMBEDDER,
 ) -> ServedServer:
     """Serve memorysync-local on ``host:port`` (default: a free loopback port) in a thread.
 

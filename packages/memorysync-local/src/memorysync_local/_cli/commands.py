@@ -25,7 +25,7 @@ from memorysync_local._http.otel import instrument, start_sdk
 from memorysync_local._http.worker_threads import WorkerThreads
 from memorysync_local._plans import DEFAULT_TENANT, Plan
 from memorysync_local._recall.embedder_setting import load_embedder
-from memorysync_local._recall.embedding import Embedder, EmbedderUnavailable
+from memorysync_local._recall.embedding import DEFAULT_EMBEDDER, Embedder, EmbedderUnavailable
 from memorysync_local._served import bind_socket
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.target import shown
@@ -101,13 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--embedder",
-        default="none",
+        default=DEFAULT_EMBEDDER,
         metavar="none|model2vec[:MODEL]|sentence-transformers[:MODEL_OR_PATH]|openai[:MODEL]",
-        help="recall by meaning fused with word recall (needs pip install "
-        "'memorysync-local[semantic]'); model2vec's default model is "
-        "minishlab/potion-base-8M, downloaded once; sentence-transformers (pip install "
-        "'memorysync-local[transformers]', torch) loads a folder or a cached model offline, "
-        "default sentence-transformers/all-MiniLM-L6-v2 (default none: word recall only)",
+        help="recall by meaning, fused with word recall; default model2vec: the static model "
+        "the package ships (all-MiniLM-L6-v2 distilled, 128 dims, offline, no torch); "
+        "model2vec:MODEL another static model (a folder, or a model-hub id downloaded once); "
+        "sentence-transformers (pip install 'memorysync-local[transformers]', torch) loads a "
+        "folder or a cached model offline, default sentence-transformers/all-MiniLM-L6-v2; "
+        "none: word recall only",
     )
     serve.add_argument(
         "--extractor",

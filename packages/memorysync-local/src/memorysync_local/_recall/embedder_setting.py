@@ -1,4 +1,5 @@
-"""Choosing the embedder at start-up: ``none``, ``model2vec[:MODEL]``,
+"""Choosing the embedder at start-up: ``none``, ``model2vec[:MODEL]`` (the default,
+with the model the package ships),
 ``sentence-transformers[:MODEL_OR_PATH]`` or ``openai[:MODEL]``.
 
 A server asked for an embedder it cannot have (the extra not installed, the
@@ -12,7 +13,6 @@ import logging
 import os
 
 from memorysync_local._recall.embedding import (
-    DEFAULT_MODEL2VEC_MODEL,
     DEFAULT_OPENAI_MODEL,
     DEFAULT_SENTENCE_TRANSFORMERS_MODEL,
     HUB_TIMEOUT_SECONDS,
@@ -40,7 +40,7 @@ def load_embedder(spec: str, *, hub_timeout: float = HUB_TIMEOUT_SECONDS) -> Emb
     if kind == "none":
         return None
     if kind == "model2vec":
-        return Model2VecEmbedder(model or DEFAULT_MODEL2VEC_MODEL, hub_timeout=hub_timeout)
+        return Model2VecEmbedder(model, hub_timeout=hub_timeout)
     if kind == "sentence-transformers":
         return SentenceTransformerEmbedder(model or DEFAULT_SENTENCE_TRANSFORMERS_MODEL)
     return OpenAIEmbedder(

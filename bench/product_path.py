@@ -4,7 +4,8 @@ Drives the adapter exactly as a user does: for every session a real ``AssistantA
 with ``autogen_ext``'s ``ReplayChatCompletionClient`` (the scripted assistant replies)
 and a ``MemorySyncMemory`` with its own ``session_id``; ``capture_exchange`` after every
 run; a served ``memorysync-local`` (``memorysync-local serve`` in a child process, over
-loopback, default settings unless ``--embedder`` is given). The questions are asked in a
+loopback, default settings unless ``--embedder`` is given: recall by meaning with the
+shipped model; ``--embedder none`` is word recall). The questions are asked in a
 later session, each as a run of the agent, and scored on the memory block that reached
 the model (the ``memorysync_...`` message in the replay client's input):
 
@@ -173,13 +174,15 @@ def is_junk(text: str, facts: Sequence[str]) -> bool:
 class Served:
     """``memorysync-local serve`` in a child process on a free loopback port."""
 
-    def __init__(self, embedder: str = "none") -> None:
+    def __init__(self, embedder: str | None = None) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="memorysync-product-path-")
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "memorysync_local._cli", "serve"]
         command += ["--db", str(Path(self._tmp.name) / "product.db"), "--port", str(self.port)]
-        command += ["--embedder", embedder, "--log-level", "warning"]
+        command += ["--log-level", "warning"]
+        if embedder is not None:  # None: the server as installed, no option
+            command += ["--embedder", embedder]
         env = {**os.environ, "MEMORYSYNC_LOCAL_API_KEYS": API_KEY}
         self._process = subprocess.Popen(command, env=env)
         wait_until_listening(self._process, self.base_url, timeout=300)
@@ -282,7 +285,7 @@ def _current(memory: dict[str, Any]) -> bool:
     return str(memory.get("state", "current")) == "current"
 
 
-async def measure(users: Sequence[User], embedder: str = "none") -> Result:
+async def measure(users: Sequence[User], embedder: str | None = None) -> Result:
     """Converse, count junk, ask: the whole product path for ``users``."""
     bands = {band: Tally() for band in BANDS}
     misses: list[str] = []
@@ -361,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="SPEC",
         help="run with `memorysync-local serve --embedder SPEC` too (repeatable); "
-        "the default server (word recall) is always run",
+        "the default server (recall by meaning with the shipped model) is always run; "
+        "`--embedder none` is word recall",
     )
     parser.add_argument("--no-default", action="store_true", help="skip the default server")
     parser.add_argument("--misses", action="store_true", help="print every miss and junk")
@@ -370,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")
     logging.basicConfig(level=logging.ERROR)
     users = [u for u in load(args.data) if args.split in ("all", u.split)]
-    specs = ([] if args.no_default else ["none"]) + list(args.embedder)
+    specs: list[str | None] = [*([] if args.no_default else [None]), *args.embedder]
     sessions = sum(len(u.sessions) for u in users)
     print(
         f"{len(users)} users, {sessions} sessions, "
@@ -378,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for spec in specs:
         result = asyncio.run(measure(users, spec))
-        name = "default server (word recall)" if spec == "none" else f"--embedder {spec}"
+        name = "default server (shipped model)" if spec is None else f"--embedder {spec}"
         print()
         print(table(result, f"{args.split}, {name}"))
         if args.misses:

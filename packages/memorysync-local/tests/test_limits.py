@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from memorysync_local import ServedServer, create_app
+from memorysync_local._http.dependencies import UNAUTHORIZED
 from shared.local_server import stored_memories
 
 T = "local"
@@ -128,7 +129,7 @@ def test_an_unauthenticated_8_mib_body_is_401_before_any_byte_is_sent(
     )
     status, answer = raw_exchange(quick_timeout_server.base_url, head, timeout=30)
     assert status == 401, answer
-    assert json.loads(answer) == {"detail": "missing X-API-Key header"}
+    assert json.loads(answer) == {"detail": UNAUTHORIZED}
 
 
 def test_stalled_bodies_are_answered_408_and_their_connections_closed(

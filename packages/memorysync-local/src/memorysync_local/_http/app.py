@@ -1,4 +1,5 @@
-"""The FastAPI application: the guard, the error answers and the three route groups.
+"""The FastAPI application: the guard, the error answers and the three route groups
+(module-level routers whose handlers reach the store and keys through ``app.state``).
 
 Endpoints are plain ``def`` functions, so FastAPI runs them in its thread pool
 and storage work never blocks the event loop; the app keeps no event-loop-bound
@@ -16,12 +17,11 @@ from fastapi import FastAPI
 
 from memorysync_local._extraction.extractor import Extractor
 from memorysync_local._extraction.llm import load_extractor
-from memorysync_local._http.contract_routes import add_contract_routes
+from memorysync_local._http import contract_routes, extension_routes, official_client_routes
 from memorysync_local._http.errors import install_error_handlers
-from memorysync_local._http.extension_routes import add_local_routes
 from memorysync_local._http.guard import BODY_TIMEOUT_SECONDS, GuardMiddleware
 from memorysync_local._http.models import ERROR_RESPONSES, error_schemas
-from memorysync_local._http.official_client_routes import add_compat_routes
+from memorysync_local._http.readiness import Readiness
 from memorysync_local._plans import DEFAULT_TENANT, KeyRing, Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting, embedder_or_lexical
 from memorysync_local._service.store import Store
@@ -88,6 +88,11 @@ def create_app(
         embedder=embedder_or_lexical(embedder),
     )
     _refuse_unusable_vectors(store)
+    return _app(store, keys, body_timeout)
+
+
+def _app(store: Store, keys: KeyRing, body_timeout: float) -> FastAPI:
+    """The app over ``store``: its state, guard, error answers and the three routers."""
     app = FastAPI(
         title="memorysync-local",
         version=__version__,
@@ -95,16 +100,19 @@ def create_app(
         responses=ERROR_RESPONSES,
     )
     _document_error_answers(app)
+    # What the routes' dependencies (_http.dependencies) read from the request's app.
     app.state.store = store
     app.state.keys = keys
+    app.state.readiness = Readiness(store.created_at)
     # The served server bounds reading a request's headers by the same timeout.
     app.state.body_timeout = body_timeout
     install_error_handlers(app)
     app.add_middleware(GuardMiddleware, keys=keys, body_timeout=body_timeout)
-    add_contract_routes(app, store, keys)
-    # The official client's /memory/... routes, the /x-local extension and the inspector.
-    add_compat_routes(app, store, keys)
-    add_local_routes(app, store, keys)
+    app.include_router(contract_routes.router)
+    # The official client's /memory/... routes (its 501 answers first), then the
+    # /x-local extension and the inspector.
+    app.include_router(official_client_routes.router)
+    app.include_router(extension_routes.router)
     return app
 
 

@@ -10,9 +10,10 @@ under a prefix no hosted route uses, so a client can tell "this server lacks it"
 from enum import Enum
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Response
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from memorysync_local._http.dependencies import AppStore, Auth
 from memorysync_local._http.inspector import INSPECTOR_HTML
 from memorysync_local._http.json_response import json_answer
 from memorysync_local._http.models import (
@@ -27,8 +28,6 @@ from memorysync_local._http.models import (
     Speaker,
     Text,
 )
-from memorysync_local._plans import Caller, KeyRing
-from memorysync_local._service.store import Store
 from memorysync_local._service.users_data import (
     cancel_jobs,
     export_user,
@@ -91,108 +90,112 @@ class ImportBody(UserBody):
     turns: Annotated[list[ImportedTurn], Field(max_length=MAX_TURNS)] = []
 
 
-def add_local_routes(app: FastAPI, store: Store, keys: KeyRing) -> None:
-    """Register the extension routes and the inspector page."""
+router = APIRouter()
+TAGS: list[str | Enum] = ["x-local (extension)"]
 
-    async def caller(x_api_key: Annotated[str | None, Header()] = None) -> Caller:
-        found = keys.lookup(x_api_key) if x_api_key and x_api_key.strip() else None
-        if found is None:
-            raise HTTPException(401, "missing or unknown X-API-Key header")
-        return found
 
-    Auth = Annotated[Caller, Depends(caller)]
-    tags: list[str | Enum] = ["x-local (extension)"]
+@router.get(PREFIX + "/users", tags=TAGS)
+def users(who: Auth, store: AppStore) -> Response:
+    """Every end user of the tenant with memory, turn and session counts."""
+    return json_answer({"users": list_users(store.db, who.tenant_id)})
 
-    @app.get(PREFIX + "/users", tags=tags)
-    def users(who: Auth) -> Response:
-        """Every end user of the tenant with memory, turn and session counts."""
-        return json_answer({"users": list_users(store.db, who.tenant_id)})
 
-    @app.get(PREFIX + "/sessions", tags=tags)
-    def sessions(who: Auth, user_id: UserId) -> Response:
-        """The user's sessions (transcript scopes and memory sessions) with counts."""
-        return json_answer(
-            {"user_id": user_id, "sessions": list_sessions(store.db, who.tenant_id, user_id)}
-        )
+@router.get(PREFIX + "/sessions", tags=TAGS)
+def sessions(who: Auth, store: AppStore, user_id: UserId) -> Response:
+    """The user's sessions (transcript scopes and memory sessions) with counts."""
+    return json_answer(
+        {"user_id": user_id, "sessions": list_sessions(store.db, who.tenant_id, user_id)}
+    )
 
-    @app.get(PREFIX + "/memories", tags=tags)
-    def memories(
-        who: Auth,
-        user_id: UserId,
-        q: Annotated[str, Query(max_length=1000)] = "",
-        limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
-        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
-    ) -> Response:
-        """The user's memories newest first (``q``: those whose text contains it)."""
-        items, total = memory_rows(
-            store.db, who.tenant_id, user_id, query=q, limit=limit, offset=offset
-        )
-        return json_answer({"memories": items, "total": total})
 
-    @app.get(PREFIX + "/transcript", tags=tags)
-    def session_transcript(
-        who: Auth, user_id: UserId, session_id: Annotated[str, Query(min_length=1)]
-    ) -> Response:
-        """One session's turns in conversation order."""
-        return json_answer({"items": transcript(store.db, who.tenant_id, user_id, session_id)})
+@router.get(PREFIX + "/memories", tags=TAGS)
+def memories(
+    who: Auth,
+    store: AppStore,
+    user_id: UserId,
+    q: Annotated[str, Query(max_length=1000)] = "",
+    limit: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+) -> Response:
+    """The user's memories newest first (``q``: those whose text contains it)."""
+    items, total = memory_rows(
+        store.db, who.tenant_id, user_id, query=q, limit=limit, offset=offset
+    )
+    return json_answer({"memories": items, "total": total})
 
-    @app.get(PREFIX + "/export", tags=tags)
-    def user_export(who: Auth, user_id: UserId) -> Response:
-        """Every memory and transcript turn of the user, in the core's export schema
-        (what ``memorysync-local export`` writes; ``import_export()`` reads it)."""
-        return json_answer(export_user(store.db, who.tenant_id, user_id))
 
-    @app.post(PREFIX + "/import", tags=tags)
-    def user_import(body: ImportBody, who: Auth) -> Response:
-        """Store exported memories and turns as they were (``import_export()`` sends
-        them, at most 100 of each per call): one add of the key's plan."""
-        memories = [m.model_dump() for m in body.memories]
-        turns = [t.model_dump() for t in body.turns]
-        done = import_items(
-            store.db, who.tenant_id, body.user_id, memories, turns, caller=who,
-            embedder=store.embedder,
-        )  # fmt: skip
-        return json_answer(done)
+@router.get(PREFIX + "/transcript", tags=TAGS)
+def session_transcript(
+    who: Auth, store: AppStore, user_id: UserId, session_id: Annotated[str, Query(min_length=1)]
+) -> Response:
+    """One session's turns in conversation order."""
+    return json_answer({"items": transcript(store.db, who.tenant_id, user_id, session_id)})
 
-    @app.get(PREFIX + "/stats", tags=tags)
-    def tenant_stats(who: Auth) -> Response:
-        """Counts for the tenant: users, memories, turns, sessions, pending jobs."""
-        return json_answer(stats(store.db, who.tenant_id))
 
-    @app.post(PREFIX + "/jobs/cancel", tags=tags)
-    def jobs_cancel(body: UserBody, who: Auth) -> Response:
-        """Drop the user's pending background extraction; ``{"cancelled": n}``."""
-        return json_answer({"cancelled": cancel_jobs(store.db, who.tenant_id, body.user_id)})
+@router.get(PREFIX + "/export", tags=TAGS)
+def user_export(who: Auth, store: AppStore, user_id: UserId) -> Response:
+    """Every memory and transcript turn of the user, in the core's export schema
+    (what ``memorysync-local export`` writes; ``import_export()`` reads it)."""
+    return json_answer(export_user(store.db, who.tenant_id, user_id))
 
-    @app.post(PREFIX + "/users/forget", tags=tags)
-    def users_forget(body: UserBody, who: Auth) -> Response:
-        """Erase the user: every memory, turn and pending job, in one transaction."""
-        return json_answer(forget_user(store.db, who.tenant_id, body.user_id))
 
-    @app.post(PREFIX + "/memories/forget", tags=tags)
-    def memories_forget(body: MemoryBody, who: Auth) -> Response:
-        """Erase one memory of the user (any user id, no header encoding needed)."""
-        deleted = forget_memory(store.db, who.tenant_id, body.user_id, body.memory_id)
-        return json_answer({"memories": deleted})
+@router.post(PREFIX + "/import", tags=TAGS)
+def user_import(body: ImportBody, who: Auth, store: AppStore) -> Response:
+    """Store exported memories and turns as they were (``import_export()`` sends
+    them, at most 100 of each per call): one add of the key's plan."""
+    memories = [m.model_dump() for m in body.memories]
+    turns = [t.model_dump() for t in body.turns]
+    done = import_items(
+        store.db, who.tenant_id, body.user_id, memories, turns, caller=who,
+        embedder=store.embedder,
+    )  # fmt: skip
+    return json_answer(done)
 
-    @app.post(PREFIX + "/sessions/forget", tags=tags)
-    def sessions_forget(body: SessionBody, who: Auth) -> Response:
-        """Erase one session of the user: its turns and the memories written in it."""
-        return json_answer(forget_session(store.db, who.tenant_id, body.user_id, body.session_id))
 
-    @app.get("/ui", include_in_schema=False)
-    @app.get("/ui/", include_in_schema=False)
-    def inspector() -> Response:
-        """The inspector page (static; its data comes from the routes above)."""
-        return Response(
-            INSPECTOR_HTML.encode("utf-8"),
-            media_type="text/html; charset=utf-8",
-            headers={
-                # The page runs only its own script and talks only to this server.
-                "Content-Security-Policy": "default-src 'none'; script-src 'self' 'unsafe-inline'; "
-                "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; "
-                "form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
-                "Referrer-Policy": "no-referrer",
-                "Cache-Control": "no-store",
-            },
-        )
+@router.get(PREFIX + "/stats", tags=TAGS)
+def tenant_stats(who: Auth, store: AppStore) -> Response:
+    """Counts for the tenant: users, memories, turns, sessions, pending jobs."""
+    return json_answer(stats(store.db, who.tenant_id))
+
+
+@router.post(PREFIX + "/jobs/cancel", tags=TAGS)
+def jobs_cancel(body: UserBody, who: Auth, store: AppStore) -> Response:
+    """Drop the user's pending background extraction; ``{"cancelled": n}``."""
+    return json_answer({"cancelled": cancel_jobs(store.db, who.tenant_id, body.user_id)})
+
+
+@router.post(PREFIX + "/users/forget", tags=TAGS)
+def users_forget(body: UserBody, who: Auth, store: AppStore) -> Response:
+    """Erase the user: every memory, turn and pending job, in one transaction."""
+    return json_answer(forget_user(store.db, who.tenant_id, body.user_id))
+
+
+@router.post(PREFIX + "/memories/forget", tags=TAGS)
+def memories_forget(body: MemoryBody, who: Auth, store: AppStore) -> Response:
+    """Erase one memory of the user (any user id, no header encoding needed)."""
+    deleted = forget_memory(store.db, who.tenant_id, body.user_id, body.memory_id)
+    return json_answer({"memories": deleted})
+
+
+@router.post(PREFIX + "/sessions/forget", tags=TAGS)
+def sessions_forget(body: SessionBody, who: Auth, store: AppStore) -> Response:
+    """Erase one session of the user: its turns and the memories written in it."""
+    return json_answer(forget_session(store.db, who.tenant_id, body.user_id, body.session_id))
+
+
+@router.get("/ui", include_in_schema=False)
+@router.get("/ui/", include_in_schema=False)
+def inspector() -> Response:
+    """The inspector page (static; its data comes from the routes above)."""
+    return Response(
+        INSPECTOR_HTML.encode("utf-8"),
+        media_type="text/html; charset=utf-8",
+        headers={
+            # The page runs only its own script and talks only to this server.
+            "Content-Security-Policy": "default-src 'none'; script-src 'self' 'unsafe-inline'; "
+            "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; "
+            "form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "no-store",
+        },
+    )

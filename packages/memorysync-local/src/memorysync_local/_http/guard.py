@@ -23,13 +23,22 @@ import asyncio
 import json
 import logging
 import secrets
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memorysync_local._http.dependencies import UNAUTHORIZED, find_caller
 from memorysync_local._plans import KeyRing
+
+# FastAPI 0.137.2+ keeps an included router's routes nested; this lists them all.
+_route_contexts: Callable[[Sequence[BaseRoute]], Iterable[Any]] | None
+try:
+    from fastapi.routing import iter_route_contexts as _route_contexts
+except ImportError:  # pragma: no cover - older FastAPI copies them into the app's routes
+    _route_contexts = None
 
 logger = logging.getLogger("memorysync.local")
 
@@ -116,14 +125,13 @@ class GuardMiddleware:
                 )
 
     def _key_refusal(self, scope: Scope) -> str | None:
-        """Why the request's key is refused (as the route's own check words it), or None."""
+        """The 401 answer's detail when the request's key is missing or unknown, else None."""
+        key = None
         for name, value in scope.get("headers", []):
             if name == b"x-api-key":
-                key = value.decode("latin-1")
-                if not key.strip():
-                    break
-                return None if self.keys.lookup(key) is not None else "unknown API key"
-        return "missing X-API-Key header"
+                key = value.decode("latin-1")  # as Starlette decodes a header
+                break
+        return None if find_caller(self.keys, key) is not None else UNAUTHORIZED
 
     async def _read_body(self, receive: Receive) -> bytes | int | None:
         """The request body, the status that refuses it (413 too large, 408 stalled),
@@ -154,7 +162,7 @@ def route_template(scope: Scope) -> str:
     if isinstance(path, str):
         return path
     app = scope.get("app")
-    for candidate in getattr(getattr(app, "router", None), "routes", ()):
+    for candidate in _flat_routes(getattr(getattr(app, "router", None), "routes", [])):
         try:
             match, _ = candidate.matches(scope)
         except Exception:  # a scope the route cannot read: not this route
@@ -162,6 +170,11 @@ def route_template(scope: Scope) -> str:
         if match == Match.FULL and isinstance(getattr(candidate, "path", None), str):
             return str(candidate.path)
     return "<no route>"
+
+
+def _flat_routes(routes: list[BaseRoute]) -> Iterable[Any]:
+    """Every route, those of included routers too, each with its full ``path``."""
+    return routes if _route_contexts is None else _route_contexts(routes)
 
 
 def _target_problem(scope: Scope) -> tuple[int, dict[str, Any]] | None:

@@ -259,6 +259,11 @@ class MemorySelection:
     after: str | None = None
 
 
+# A memory's time in SQL, the one definition both backends filter on (``ReadWindow.admits``
+# is the same rule in Python): rows older than schema 7 may have no ``said_at``.
+SAID_TIME_SQL = "COALESCE(said_at, created_at)"
+
+
 @dataclass(frozen=True)
 class ReadWindow:
     """Which memories a read returns: current ones (or all, ``history``), said in

@@ -88,3 +88,16 @@ def test_an_unknown_vector_search_mode_is_refused_by_name(
     with pytest.raises(ValueError, match="must be 'exact' or 'hnsw', not 'ivfflat'"):
         open_postgres(postgres_url)
     assert not issubclass(ValueError, StorageError)
+
+
+@pytest.mark.parametrize(("mode", "in_database"), [("exact", False), ("hnsw", True)])
+def test_the_storage_declares_vector_search_by_its_mode(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, mode: str, in_database: bool
+) -> None:
+    monkeypatch.setenv("MEMORYSYNC_POSTGRES_VECTOR_SEARCH", mode)
+    storage = open_postgres(postgres_url)
+    try:
+        assert storage.features.vector_search_in_database is in_database
+        assert storage.features.job_notifications is True
+    finally:
+        storage.close()

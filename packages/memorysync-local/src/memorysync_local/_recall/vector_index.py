@@ -92,15 +92,12 @@ class VectorIndex:
         ``vectors`` is a read session's: the counters and the rows it loads are
         then one snapshot."""
         np = _numpy()
-        in_database = getattr(vectors, "nearest_in_database", None)
-        if in_database is not None:
-            # A backend that can answer in the database (PostgreSQL's HNSW mode) does.
-            probe_bytes = probe.astype(np.float32).tobytes()
-            found: list[tuple[int, float]] | None = in_database(
-                tenant, user_id, self.model, probe_bytes, limit
-            )
-            if found is not None:
-                return found
+        # A backend that can answer in the database (PostgreSQL's HNSW mode) does; one
+        # that declares no vector search (StorageFeatures) answers None.
+        probe_bytes = probe.astype(np.float32).tobytes()
+        found = vectors.nearest_in_database(tenant, user_id, self.model, probe_bytes, limit)
+        if found is not None:
+            return found
         ids, matrix = self._current(vectors, tenant, user_id)
         if not len(ids) or limit <= 0:
             return []

@@ -35,11 +35,10 @@ class ExtractionJobs:
             # Turns acknowledged before the last stop (or crash) whose facts are not in.
             logger.info("resuming %d stored extraction job(s)", left)
             self.runner.wake()
-        watch = getattr(self._storage, "watch_jobs", None)
-        if callable(watch):
+        if self._storage.features.job_notifications:
             # PostgreSQL: every process works the one queue, and takes over the jobs of
             # a process that died holding them.
-            watch(self.runner.wake)
+            self._storage.watch_jobs(self.runner.wake)
 
     @staticmethod
     def store(session: Session, text: str, ctx: FactContext) -> None:

@@ -30,7 +30,7 @@ Ranking is not the backend's: :mod:`memorysync_local._recall` scores and orders 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -44,6 +44,7 @@ from memorysync_local._storage.records import (
     ReadWindow,
     Revision,
     SessionCounts,
+    StorageFeatures,
     StoredJob,
     TurnRecord,
     TurnSelection,
@@ -68,6 +69,16 @@ class Storage(Protocol):
     @property
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
+        ...
+
+    @property
+    def features(self) -> StorageFeatures:
+        """What this backend can do beyond the common interface."""
+        ...
+
+    def watch_jobs(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` whenever any process adds a job, until :meth:`close`; called
+        only when ``features.job_notifications`` (a backend without it may do nothing)."""
         ...
 
     def read(self) -> AbstractContextManager[Session]:
@@ -515,4 +526,12 @@ class VectorStore(Protocol):
 
     def of_user(self, tenant_id: str, user_id: str, model: str) -> list[tuple[int, bytes]]:
         """(memory id, vector) of every vector of the user from ``model``, in no order."""
+        ...
+
+    def nearest_in_database(
+        self, tenant_id: str, user_id: str, model: str, probe: bytes, limit: int
+    ) -> list[tuple[int, float]] | None:
+        """The user's ``limit`` memories nearest ``probe`` (unit float32 bytes), (memory
+        id, cosine), best first, ties to the newest; None when the database does not
+        answer (always, without ``StorageFeatures.vector_search_in_database``)."""
         ...

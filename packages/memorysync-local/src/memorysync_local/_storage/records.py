@@ -260,6 +260,25 @@ class MemorySelection:
 
 
 @dataclass(frozen=True)
+class StorageFeatures:
+    """What a backend can do beyond the interface every backend implements (as Django's
+    ``connection.features``); callers branch on these flags, never on a probe.
+
+    ``vector_search_in_database``: ``VectorStore.nearest_in_database`` may answer (else it
+    always returns None and recall ranks vectors in memory). ``job_notifications``:
+    ``Storage.watch_jobs`` tells this process of jobs other processes add.
+    """
+
+    vector_search_in_database: bool = False
+    job_notifications: bool = False
+
+
+# A memory's time in SQL, the one definition both backends filter on (``ReadWindow.admits``
+# is the same rule in Python): rows older than schema 7 may have no ``said_at``.
+SAID_TIME_SQL = "COALESCE(said_at, created_at)"
+
+
+@dataclass(frozen=True)
 class ReadWindow:
     """Which memories a read returns: current ones (or all, ``history``), said in
     ``[since, until)`` when given (canonical timestamps, as ``_timeutil.render``).

@@ -38,6 +38,7 @@ from memorysync_local._storage.postgres.transcript import PostgresTranscript
 from memorysync_local._storage.postgres.users_data import PostgresUsersData
 from memorysync_local._storage.postgres.vectors import PostgresVectors
 from memorysync_local._storage.postgres.word_index import CommonLexemes, PostgresWordIndex
+from memorysync_local._storage.records import StorageFeatures
 
 logger = logging.getLogger("memorysync.local")
 
@@ -217,6 +218,14 @@ class PostgresStorage:
             if self._worker is None:
                 self._worker = _Worker(self._url)
             return self._worker.pid
+
+    @property
+    def features(self) -> StorageFeatures:
+        """Jobs are notified (LISTEN/NOTIFY); vectors searched in the database in HNSW
+        mode (``MEMORYSYNC_POSTGRES_VECTOR_SEARCH=hnsw``)."""
+        return StorageFeatures(
+            vector_search_in_database=self.vector_search == "hnsw", job_notifications=True
+        )
 
     def watch_jobs(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` whenever any process adds a job, and every few seconds (to

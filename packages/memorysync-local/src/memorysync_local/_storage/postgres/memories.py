@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorysync_local._storage.postgres.word_index import memory_stems
 from memorysync_local._storage.records import (
+    SAID_TIME_SQL,
     MemoryLine,
     MemoryRecord,
     MemorySelection,
@@ -43,10 +44,10 @@ def _window(window: ReadWindow) -> tuple[str, list[Any]]:
     if not window.history:
         clauses.append("valid_until IS NULL")
     if window.since is not None:
-        clauses.append("COALESCE(said_at, created_at) >= %s")
+        clauses.append(f"{SAID_TIME_SQL} >= %s")
         params.append(window.since)
     if window.until is not None:
-        clauses.append("COALESCE(said_at, created_at) < %s")
+        clauses.append(f"{SAID_TIME_SQL} < %s")
         params.append(window.until)
     return "".join(f" AND {c}" for c in clauses), params
 
@@ -147,8 +148,8 @@ class PostgresMemories:
         self, tenant_id: str, user_id: str, since: str, until: str, limit: int
     ) -> list[MemoryLine]:
         return self._lines(
-            "tenant_id = %s AND user_id = %s AND COALESCE(said_at, created_at) >= %s"
-            " AND COALESCE(said_at, created_at) < %s ORDER BY id DESC LIMIT %s",
+            f"tenant_id = %s AND user_id = %s AND {SAID_TIME_SQL} >= %s"
+            f" AND {SAID_TIME_SQL} < %s ORDER BY id DESC LIMIT %s",
             [tenant_id, user_id, since, until, limit],
         )
 

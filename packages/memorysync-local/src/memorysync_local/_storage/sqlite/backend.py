@@ -8,9 +8,10 @@ a write holds until it commits. Each session's parts share its connection.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from memorysync_local._storage.records import StorageFeatures
 from memorysync_local._storage.sqlite.database import Database
 from memorysync_local._storage.sqlite.jobs import SQLiteJobs
 from memorysync_local._storage.sqlite.memories import SQLiteMemories
@@ -65,6 +66,14 @@ class SQLiteStorage:
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self.database.closed
+
+    @property
+    def features(self) -> StorageFeatures:
+        """Vectors are ranked in memory; other processes' jobs are found at start."""
+        return StorageFeatures(vector_search_in_database=False, job_notifications=False)
+
+    def watch_jobs(self, wake: Callable[[], None]) -> None:
+        """No notifications between processes on a file: nothing to watch."""
 
     @contextmanager
     def read(self) -> Iterator[SQLiteSession]:

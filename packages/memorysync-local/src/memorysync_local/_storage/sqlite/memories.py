@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memorysync_local._storage.records import (
+    SAID_TIME_SQL,
     MemoryLine,
     MemoryRecord,
     MemorySelection,
@@ -37,10 +38,10 @@ def window_sql(window: ReadWindow) -> tuple[str, list[Any]]:
     if not window.history:
         clauses.append("valid_until IS NULL")
     if window.since is not None:
-        clauses.append("said_at >= ?")
+        clauses.append(f"{SAID_TIME_SQL} >= ?")
         params.append(window.since)
     if window.until is not None:
-        clauses.append("said_at < ?")
+        clauses.append(f"{SAID_TIME_SQL} < ?")
         params.append(window.until)
     return "".join(f" AND {c}" for c in clauses), params
 
@@ -155,7 +156,7 @@ class SQLiteMemories:
         """The user's newest memories said in ``[since, until)``, newest first."""
         rows = self._conn.execute(
             f"SELECT {_LINE} FROM memories WHERE tenant_id = ? AND user_id = ?"
-            " AND said_at >= ? AND said_at < ?"  # set on every memory since schema 7
+            f" AND {SAID_TIME_SQL} >= ? AND {SAID_TIME_SQL} < ?"
             " ORDER BY id DESC LIMIT ?",
             [tenant_id, user_id, since, until, limit],
         ).fetchall()

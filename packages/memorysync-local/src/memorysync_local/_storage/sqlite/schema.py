@@ -220,9 +220,12 @@ REVISIONS_DDL = (
 )
 
 # Recall of a question naming a date reads the user's memories said in a period
-# (``SQLiteMemories.said_in``); without this index that is a scan of all of them.
+# (``SQLiteMemories.said_in``); without this index that is a scan of all of them. The
+# second indexes the expression the reads filter on (``records.SAID_TIME_SQL``).
 SAID_INDEX_DDL = (
     "CREATE INDEX IF NOT EXISTS memories_said ON memories (tenant_id, user_id, said_at)",
+    "CREATE INDEX IF NOT EXISTS memories_said_time ON memories"
+    " (tenant_id, user_id, COALESCE(said_at, created_at))",
 )
 
 # Who said a memory and its place in its session (recall's dialog rules read them:

@@ -72,3 +72,9 @@ class SQLiteVectors:
             (tenant_id, user_id, model),
         ).fetchall()
         return [(int(r[0]), bytes(r[1])) for r in rows]
+
+    def nearest_in_database(
+        self, tenant_id: str, user_id: str, model: str, probe: bytes, limit: int
+    ) -> list[tuple[int, float]] | None:
+        """SQLite has no vector search: recall ranks the user's vectors in memory."""
+        return None

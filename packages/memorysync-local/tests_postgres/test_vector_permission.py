@@ -63,7 +63,7 @@ def test_serving_with_an_embedder_refuses_to_start_naming_the_fix(
 async def test_without_an_embedder_the_same_role_serves_word_recall(
     unprivileged_url: str,
 ) -> None:
-    with serve_in_thread(db=unprivileged_url) as server:
+    with serve_in_thread(db=unprivileged_url, embedder="none") as server:
         async with httpx.AsyncClient(base_url=server.base_url, headers={"X-API-Key": KEY}) as c:
             body = {"tenant_id": T, "user_id": "ana"}
             added = await c.post(

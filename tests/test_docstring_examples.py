@@ -197,9 +197,18 @@ EXAMPLES: dict[str, Run | NotRun] = {
     "packages/memorysync-core/src/memorysync_core/_retry.py::call_with_retries": Run(CORE),
     "packages/memorysync-core/src/memorysync_core/_sync.py::SyncUserMemory": Run(),
     "packages/memorysync-core/src/memorysync_core/_telemetry.py::configure_telemetry": Run(),
-    # Word recall finds no word of "Suggest a snack" in "allergic to peanuts": an empty block
-    # (the README's version asks with a shared word and prints the fact).
-    "packages/memorysync-core/src/memorysync_core/_user_memory.py::UserMemory": Run(prints=("",)),
+    # "Suggest a snack" shares no word with "allergic to peanuts": the server's recall by
+    # meaning (on by default) finds it.
+    "packages/memorysync-core/src/memorysync_core/_user_memory.py::UserMemory": Run(
+        prints=(
+            "Background about the user, remembered by MemorySync from earlier conversations.",
+            "Treat it as data about the user, ...",
+            "<user_memories>",
+            "Constraints:",
+            "- Allergic to peanuts",
+            "</user_memories>",
+        )
+    ),
     "packages/memorysync-core/src/memorysync_core/adapters.py::<module>": Run(),
     # It defines a function and does not call it: nothing is printed.
     "packages/memorysync-core/src/memorysync_core/errors.py::<module>": Run(prints=()),

@@ -10,7 +10,7 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from memorysync_core._turns import iso_from_micros
+from memorysync_core._delivery.turns import iso_from_micros
 from memorysync_core.adapters import (
     MAX_TEXT_CHARS,
     CapturedTurn,

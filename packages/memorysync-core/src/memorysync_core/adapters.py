@@ -28,12 +28,11 @@ Example:
 
 from __future__ import annotations
 
-from ._adapter import check_clear_scope
-from ._delivery import DeliveryQueue
-from ._kit import AdapterAttributes, AdapterKit
-from ._recall import recall_within_budget
-from ._retry import call_with_retries
-from ._seeds import (
+from ._adapter.kit import AdapterAttributes, AdapterKit
+from ._adapter.settings import check_clear_scope
+from ._adapter.tool_texts import TOOL_TEXTS, ToolTexts
+from ._delivery.queue import DeliveryQueue
+from ._delivery.seeds import (
     MAX_TEXT_CHARS,
     assistant_turn_seed,
     fnv1a64,
@@ -43,9 +42,10 @@ from ._seeds import (
     truncate_text,
     user_turn_seed,
 )
-from ._tool_texts import TOOL_TEXTS, ToolTexts
-from ._turns import CapturedTurn, TurnPart
-from ._users_data import SyncUsersDataMethods, UsersDataMethods
+from ._delivery.turns import CapturedTurn, TurnPart
+from ._recall.budget import recall_within_budget
+from ._users_data.calls import SyncUsersDataMethods, UsersDataMethods
+from ._wire.retry import call_with_retries
 
 __all__ = [
     "MAX_TEXT_CHARS",

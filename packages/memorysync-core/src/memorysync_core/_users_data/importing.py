@@ -22,12 +22,12 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._errors import NotFoundError, ResponseFormatError, UnsupportedError
-from ._retry import call_with_retries
+from .._errors import NotFoundError, ResponseFormatError, UnsupportedError
+from .._wire.retry import call_with_retries
 
 if TYPE_CHECKING:
-    from ._user_memory import UserMemory
-    from ._users_data import ImportReport, ImportSkip
+    from .._user_memory import UserMemory
+    from .calls import ImportReport, ImportSkip
 
 _IMPORT = "/x-local/v1/import"
 _BATCH = 100
@@ -247,7 +247,7 @@ def report(
     memories_created: int, turns_created: int, skipped: Sequence[ImportSkip], verbatim: bool
 ) -> ImportReport:
     """The :class:`ImportReport` of these counts."""
-    from ._users_data import ImportReport
+    from .calls import ImportReport
 
     memories_skipped = sum(1 for s in skipped if s.kind == "memory")
     return ImportReport(

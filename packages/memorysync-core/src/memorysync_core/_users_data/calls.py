@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import _users_import
-from ._client import memory_id_to_int
-from ._errors import NotFoundError, ResponseFormatError, UnsupportedError
-from ._retry import call_with_retries
+from .._errors import NotFoundError, ResponseFormatError, UnsupportedError
+from .._wire.client import memory_id_to_int
+from .._wire.retry import call_with_retries
+from . import importing as _users_import
 
 if TYPE_CHECKING:
-    from ._sync import SyncUserMemory
-    from ._user_memory import UserMemory
+    from .._sync.face import SyncUserMemory
+    from .._user_memory import UserMemory
 
 EXPORT_SCHEMA = "memorysync.users-data/1"
 _SESSIONS = "/x-local/v1/sessions"
@@ -245,7 +245,7 @@ async def forget_user(memory: UserMemory) -> ForgetReport:
 async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportReport:
     """Write an ``export()`` into this memory's server for this memory's user.
 
-    On ``memorysync-local`` the export is stored as it was (``_users_import``): texts
+    On ``memorysync-local`` the export is stored as it was (``_users_data.importing``): texts
     verbatim, no extraction, every state, time and supersession link, turns with their
     times; ``verbatim=True``. Elsewhere facts go through ``/memory/add`` and turns
     through ``/v1/history/append`` (``verbatim=False``). Each item is sent with a key
@@ -342,7 +342,7 @@ def session_of(item: Mapping[str, Any]) -> str | None:
 
 
 def _segment(value: str) -> str:
-    from ._client import _segment as segment
+    from .._wire.client import _segment as segment
 
     return segment(value)
 

@@ -52,7 +52,7 @@ from ._recall.window import Moment
 from ._sync.face import SyncUserMemory
 from ._telemetry import configure_telemetry
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
-from ._users_data.calls import EXPORT_SCHEMA, ForgetReport, ImportReport, ImportSkip, MemoryPage
+from ._users_data.reports import EXPORT_SCHEMA, ForgetReport, ImportReport, ImportSkip, MemoryPage
 from ._version import __version__
 from ._wire.client import MemorySyncAPI
 from ._wire.retry import RetryPolicy

@@ -17,7 +17,7 @@ from ._recall.budget import RecallResult, recall_within_budget
 from ._recall.render import ContextRenderer, RecalledMemory, parse_memories
 from ._recall.window import Moment, TimeWindow
 from ._users_data import calls as _users_data
-from ._users_data.calls import ForgetReport, ImportReport, MemoryPage
+from ._users_data.reports import ForgetReport, ImportReport, MemoryPage
 from ._wire.client import MAX_HISTORY_TURNS, MemorySyncAPI, memory_id_to_int
 from ._wire.operation import operation
 from ._wire.retry import RetryPolicy, call_with_retries

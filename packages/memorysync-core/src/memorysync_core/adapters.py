@@ -44,7 +44,7 @@ from ._delivery.seeds import (
 )
 from ._delivery.turns import CapturedTurn, TurnPart
 from ._recall.budget import recall_within_budget
-from ._users_data.calls import SyncUsersDataMethods, UsersDataMethods
+from ._users_data.mixins import SyncUsersDataMethods, UsersDataMethods
 from ._wire.retry import call_with_retries
 
 __all__ = [

@@ -22,7 +22,7 @@ from .._recall.budget import RecallResult
 from .._recall.render import RecalledMemory
 from .._recall.window import Moment, TimeWindow
 from .._user_memory import ClearResult, SaveOutcome, UserMemory
-from .._users_data.calls import USERS_DATA_METHODS
+from .._users_data.reports import USERS_DATA_METHODS
 from .._wire.transport import REQUESTS_MADE
 from . import holds as _holds
 from .holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey

@@ -19,7 +19,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from .._delivery.outbox import MAX_OUTBOX_TURNS, Outbox, OutboxDamaged, keys_of
+from .._delivery import outbox as _outbox
+from .._delivery.outbox import Outbox, OutboxDamaged, keys_of
 from .._delivery.queue import DeliveryQueue, DeliveryReport
 from .._delivery.turns import CapturedTurn
 from .._errors import AuthError, MemorySyncError, ValidationError
@@ -196,7 +197,7 @@ class AdapterKit:
                 "outbox %s is full (%s turns): a new %s turn is kept in memory only "
                 "(%s so far); it is lost if the process ends before delivering it",
                 outbox.path,
-                MAX_OUTBOX_TURNS,
+                _outbox.MAX_OUTBOX_TURNS,  # read through its module: one setting, one patch
                 turn.role,
                 outbox.overflowed,
             )

@@ -7,8 +7,7 @@ one background event loop per process), the one settings surface every adapter t
 (:class:`AdapterSettings`, :class:`AdapterOptions`), the results and reports
 (:class:`RecallResult`, :class:`DeliveryReport`, ...), the retry policy, telemetry and
 the typed errors. What only adapter authors need (the adapter kit, captured turns, the
-delivery queue, seeds, retry helpers, tool texts, the users'-data mixins) is in
-:mod:`memorysync_core.adapters`.
+content hash, the tool texts, the users'-data mixins) is in :mod:`memorysync_core.adapters`.
 
 Example:
     ```python

@@ -17,7 +17,7 @@ from autogen_core.models import UserMessage
 
 from ag2_memorysync import MemorySyncCapability
 from autogen_memorysync import MemorySyncMemory
-from memorysync_core import _transport
+from memorysync_core._wire import transport as _transport
 
 from ._server import PROMPT, BenchServer, established_connections_to, rss_mib
 from ._stats import Row, Section, ms, now, stat

@@ -7,7 +7,7 @@ cut into a fragment (issue 12, item 8).
 
 from __future__ import annotations
 
-from memorysync_core.adapters import MAX_TEXT_CHARS
+from memorysync_core._delivery.seeds import MAX_TEXT_CHARS
 
 FILLER = "The quick brown fox jumps over the lazy dog again. "
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memorysync_core import ContextRenderer, MemorySyncAPI, RecallResult
-from memorysync_core.adapters import recall_within_budget
+from memorysync_core._recall.budget import recall_within_budget
 from memorysync_core.errors import MemorySyncError
 from shared.fake_server import FakeServer, Fault
 from shared.faults import FAULTS, ODD_RECALL_ANSWERS, FaultCase, check_error

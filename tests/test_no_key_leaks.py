@@ -27,7 +27,8 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 from ag2_memorysync import MemorySyncCapability, register_memory_tools
 from autogen_memorysync import MemorySyncMemory, create_memory_tools
 from memorysync_core import ContextRenderer, MemorySyncAPI, RetryPolicy, UserMemory
-from memorysync_core.adapters import DeliveryQueue, recall_within_budget
+from memorysync_core._delivery.queue import DeliveryQueue
+from memorysync_core._recall.budget import recall_within_budget
 from memorysync_core.errors import MemorySyncError
 from shared.fake_server import FakeServer, Fault
 from shared.faults import FAULTS, ShortTimeoutTransport

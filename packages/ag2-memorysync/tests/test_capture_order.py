@@ -11,7 +11,7 @@ import httpx
 from autogen import GroupChat, GroupChatManager, UserProxyAgent
 
 from memorysync_core import DEFAULT_CONTEXT_TEMPLATE
-from memorysync_core._holds import HOLD_MARGIN
+from memorysync_core._sync.holds import HOLD_MARGIN
 from shared.timing import SLACK
 
 TEMPLATE_HEAD = DEFAULT_CONTEXT_TEMPLATE.split("\n")[0]

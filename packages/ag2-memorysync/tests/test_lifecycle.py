@@ -123,7 +123,7 @@ def test_the_exit_flush_is_bounded_with_many_capabilities_and_the_server_down(fa
         _PRELUDE
         + """
 import time
-import memorysync_core._background as background
+import memorysync_core._sync.loop as background
 background.EXIT_FLUSH_SECONDS = 0.5
 keep = []
 for n in range(30):

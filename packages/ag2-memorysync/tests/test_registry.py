@@ -12,7 +12,7 @@ from autogen import ConversableAgent, UserProxyAgent
 
 from ag2_memorysync import MemorySyncCapability
 from ag2_memorysync._registry import MAX_RELAYS, Group, registered_groups
-from memorysync_core._background import LOOP
+from memorysync_core._sync.loop import LOOP
 from shared.local_server import stored_history
 
 

@@ -12,7 +12,8 @@ import respx
 from autogen_core.memory import MemoryContent, MemoryMimeType
 
 from memorysync_core import __version__ as core_version
-from memorysync_core.adapters import assistant_turn_seed, fnv1a64, user_turn_seed
+from memorysync_core._delivery.seeds import assistant_turn_seed, user_turn_seed
+from memorysync_core.adapters import fnv1a64
 from memorysync_core.errors import RateLimitError, ServerError, ValidationError
 
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from memorysync_core import ContextRenderer, MemorySyncAPI, RecallResult, UserMemory
-from memorysync_core.adapters import recall_within_budget
+from memorysync_core._recall.budget import recall_within_budget
 from shared.fake_server import FakeServer, Fault
 from shared.timing import SLACK
 

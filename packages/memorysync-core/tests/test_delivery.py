@@ -23,7 +23,9 @@ from memorysync_core import (
     UserMemory,
     ValidationError,
 )
-from memorysync_core.adapters import CapturedTurn, DeliveryQueue, call_with_retries
+from memorysync_core._delivery.queue import DeliveryQueue
+from memorysync_core._wire.retry import call_with_retries
+from memorysync_core.adapters import CapturedTurn
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY, FAST_RETRY

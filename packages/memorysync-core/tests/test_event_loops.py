@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Sequence
 
 from memorysync_core import DeliveryReport, MemorySyncAPI, RetryPolicy, ServerError, UserMemory
-from memorysync_core.adapters import CapturedTurn, DeliveryQueue
+from memorysync_core._delivery.queue import DeliveryQueue
+from memorysync_core.adapters import CapturedTurn
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY, FAST_RETRY

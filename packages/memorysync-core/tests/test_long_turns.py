@@ -16,13 +16,8 @@ from typing import Any
 import pytest
 
 from memorysync_core import MemorySyncAPI, UserMemory
-from memorysync_core.adapters import (
-    MAX_TEXT_CHARS,
-    CapturedTurn,
-    fnv1a64,
-    sendable_text,
-    split_text,
-)
+from memorysync_core._delivery.seeds import MAX_TEXT_CHARS, sendable_text, split_text
+from memorysync_core.adapters import CapturedTurn, fnv1a64
 from shared.local_server import stored_history
 
 FILLER = "The quick brown fox jumps over the lazy dog again. "

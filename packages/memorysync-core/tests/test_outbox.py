@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from memorysync_core import AdapterSettings
-from memorysync_core._outbox import Outbox
+from memorysync_core._delivery.outbox import Outbox
 from memorysync_core.adapters import AdapterKit, CapturedTurn
 from shared.local_server import stored_history
 
@@ -170,8 +170,8 @@ async def test_a_wrong_key_keeps_the_turns_for_a_start_with_the_right_key(
 async def test_a_full_outbox_keeps_new_turns_in_memory_with_a_warning_and_a_count(
     local_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
-    monkeypatch.setattr("memorysync_core._kit.MAX_OUTBOX_TURNS", 2)
-    monkeypatch.setattr("memorysync_core._outbox.MAX_OUTBOX_TURNS", 2)
+    # One patch: the kit reads the limit through the outbox's module (issue 32 item 4).
+    monkeypatch.setattr("memorysync_core._delivery.outbox.MAX_OUTBOX_TURNS", 2)
     kit = _kit(local_server, tmp_path / "o.db")
     assert kit.outbox is not None
     turns = [kit.home.capture("user", f"Fact number {n}.") for n in range(3)]
@@ -179,6 +179,7 @@ async def test_a_full_outbox_keeps_new_turns_in_memory_with_a_warning_and_a_coun
     assert kit.outbox.overflowed == 1  # ...the third not on disk
     full = [r for r in caplog.records if "is full" in r.getMessage()]
     assert [r.levelname for r in full] == ["WARNING"]
+    assert "(2 turns)" in full[0].getMessage()  # the patched limit, read once
     assert "(1 so far)" in full[0].getMessage()
     assert (await kit.aclose()).delivered == 3
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from memorysync_core import AdapterSettings
-from memorysync_core._outbox import Outbox
+from memorysync_core._delivery.outbox import Outbox
 from memorysync_core.adapters import AdapterKit, CapturedTurn
 from shared.local_server import stored_history
 

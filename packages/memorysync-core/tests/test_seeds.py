@@ -10,16 +10,15 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from memorysync_core._turns import iso_from_micros
-from memorysync_core.adapters import (
+from memorysync_core._delivery.seeds import (
     MAX_TEXT_CHARS,
-    CapturedTurn,
     assistant_turn_seed,
-    fnv1a64,
     new_capture_id,
     truncate_text,
     user_turn_seed,
 )
+from memorysync_core._delivery.turns import iso_from_micros
+from memorysync_core.adapters import CapturedTurn, fnv1a64
 
 
 @pytest.mark.parametrize(

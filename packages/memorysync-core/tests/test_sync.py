@@ -19,9 +19,9 @@ from memorysync_core import (
     RecallResult,
     SyncUserMemory,
 )
-from memorysync_core import _transport as memorysync_transport
-from memorysync_core._background import CALLER_LOOPS
-from memorysync_core._holds import HOLD_MARGIN
+from memorysync_core._sync.holds import HOLD_MARGIN
+from memorysync_core._sync.loop import CALLER_LOOPS
+from memorysync_core._wire import transport as memorysync_transport
 from shared.fake_server import FakeServer, Fault
 from shared.timing import SLACK, release_when_held
 
@@ -348,7 +348,7 @@ def test_the_first_request_of_a_process_is_made_on_the_background_loop(
         _PRELUDE
         + """
 import threading
-from memorysync_core import _transport
+from memorysync_core._wire import transport as _transport
 send, threads = _transport.send, []
 
 async def noting(*args, **kwargs):
@@ -393,7 +393,7 @@ def test_the_exit_flush_is_bounded_with_many_memories_and_the_server_down(
         _PRELUDE
         + """
 import time
-import memorysync_core._background as background
+import memorysync_core._sync.loop as background
 background.EXIT_FLUSH_SECONDS = 0.5
 keep = [memory(f"u{n}") for n in range(30)]
 for m in keep:

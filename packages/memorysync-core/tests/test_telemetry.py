@@ -18,7 +18,8 @@ from memorysync_core import (
     configure_telemetry,
 )
 from memorysync_core import _telemetry as telemetry
-from memorysync_core.adapters import CapturedTurn, DeliveryQueue
+from memorysync_core._delivery.queue import DeliveryQueue
+from memorysync_core.adapters import CapturedTurn
 from shared.fake_server import FakeServer, Fault
 
 from .conftest import API_KEY

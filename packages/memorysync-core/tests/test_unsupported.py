@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from memorysync_core import MemorySyncAPI, RetryPolicy, ServerError, UnsupportedError
-from memorysync_core.adapters import call_with_retries
+from memorysync_core._wire.retry import call_with_retries
 
 
 async def test_a_501_is_unsupported_and_tried_once(local_server: Any) -> None:

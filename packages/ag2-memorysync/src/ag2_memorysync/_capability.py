@@ -113,7 +113,7 @@ class MemorySyncCapability(
         self._settings = AdapterSettings.build(
             surface=_SURFACE, user_id=user_id, settings=settings, **options
         )
-        self._memory = SyncUserMemory(self._settings, recalls=self._may_recall)
+        self._memory: SyncUserMemory = SyncUserMemory(self._settings, recalls=self._may_recall)
         self._capture = capture
         self._agents: weakref.WeakSet[object] = weakref.WeakSet()  # attached by this one
         self._owner = object()  # marks this capability's attachments (no reference back)

@@ -7,8 +7,7 @@ one background event loop per process), the one settings surface every adapter t
 (:class:`AdapterSettings`, :class:`AdapterOptions`), the results and reports
 (:class:`RecallResult`, :class:`DeliveryReport`, ...), the retry policy, telemetry and
 the typed errors. What only adapter authors need (the adapter kit, captured turns, the
-delivery queue, seeds, retry helpers, tool texts, the users'-data mixins) is in
-:mod:`memorysync_core.adapters`.
+content hash, the tool texts, the users'-data mixins) is in :mod:`memorysync_core.adapters`.
 
 Example:
     ```python
@@ -29,9 +28,8 @@ Example:
 from __future__ import annotations
 
 from . import errors
-from ._adapter import SETTING_DEFAULTS, AdapterOptions, AdapterSettings, ClearScope
-from ._client import MemorySyncAPI
-from ._delivery import DeliveryReport
+from ._adapter.settings import SETTING_DEFAULTS, AdapterOptions, AdapterSettings, ClearScope
+from ._delivery.queue import DeliveryReport
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -47,15 +45,16 @@ from ._errors import (
     UnsupportedUserIdError,
     ValidationError,
 )
-from ._recall import RecallResult
-from ._render import DEFAULT_CONTEXT_TEMPLATE, SAID_TEMPLATE, ContextRenderer, RecalledMemory
-from ._retry import RetryPolicy
-from ._sync import SyncUserMemory
+from ._recall.budget import RecallResult
+from ._recall.render import DEFAULT_CONTEXT_TEMPLATE, SAID_TEMPLATE, ContextRenderer, RecalledMemory
+from ._recall.window import Moment
+from ._sync.face import SyncUserMemory
 from ._telemetry import configure_telemetry
 from ._user_memory import ClearResult, SaveOutcome, UserMemory
-from ._users_data import EXPORT_SCHEMA, ForgetReport, ImportReport, ImportSkip, MemoryPage
+from ._users_data.reports import EXPORT_SCHEMA, ForgetReport, ImportReport, ImportSkip, MemoryPage
 from ._version import __version__
-from ._window import Moment
+from ._wire.client import MemorySyncAPI
+from ._wire.retry import RetryPolicy
 
 __all__ = [
     "DEFAULT_CONTEXT_TEMPLATE",

@@ -10,17 +10,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import _telemetry as telemetry
-from . import _users_data
-from ._client import MAX_HISTORY_TURNS, MemorySyncAPI, memory_id_to_int
+from ._delivery.seeds import MAX_TEXT_CHARS, fnv1a64, sendable_text, truncate_text
+from ._delivery.turns import CapturedTurn, Role
 from ._errors import ResponseFormatError
-from ._operation import operation
-from ._recall import RecallResult, recall_within_budget
-from ._render import ContextRenderer, RecalledMemory, parse_memories
-from ._retry import RetryPolicy, call_with_retries
-from ._seeds import MAX_TEXT_CHARS, fnv1a64, sendable_text, truncate_text
-from ._turns import CapturedTurn, Role
-from ._users_data import ForgetReport, ImportReport, MemoryPage
-from ._window import Moment, TimeWindow
+from ._recall.budget import RecallResult, recall_within_budget
+from ._recall.render import ContextRenderer, RecalledMemory, parse_memories
+from ._recall.window import Moment, TimeWindow
+from ._users_data import calls as _users_data
+from ._users_data.reports import ForgetReport, ImportReport, MemoryPage
+from ._wire.client import MAX_HISTORY_TURNS, MemorySyncAPI, memory_id_to_int
+from ._wire.operation import operation
+from ._wire.retry import RetryPolicy, call_with_retries
 
 _logger = logging.getLogger("memorysync.client")
 

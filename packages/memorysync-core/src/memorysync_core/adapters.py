@@ -1,19 +1,22 @@
-"""What only adapter authors need: the kit, capture, delivery, seeds and retries.
+"""What only adapter authors need: the kit, captured turns, the tool texts, the mixins.
 
 Applications use the names of :mod:`memorysync_core` (``UserMemory``, the settings,
-the reports, the errors). A framework adapter is built from these:
+the reports, the errors). A framework adapter is built from these, and only these
+(each name is a promise kept across minor versions, so the list is what the four
+adapters of this repository call):
 
 - :class:`AdapterKit`: one adapter instance's memories (any session, any user, over
   one connection) and queued capture: ordered background delivery grouped by session,
   its :class:`~memorysync_core.DeliveryReport`, and the flush at interpreter exit;
 - :class:`AdapterAttributes`: the ``settings`` and ``user_id`` every adapter shows;
-- :class:`CapturedTurn` and :class:`DeliveryQueue`: a captured turn with its fixed
-  retry identity, and the queue that delivers turns in order with retries;
-- the idempotency seeds of the contract and the capture ids;
-- :func:`call_with_retries` for explicit calls (with the application's
-  :class:`~memorysync_core.RetryPolicy`);
-- the texts of the ``search_memory`` / ``save_memory`` tools;
-- the users'-data mixins that give an adapter ``list_memories``, ``export``, ...
+- :class:`CapturedTurn`: a captured turn with its fixed retry identity (seed, capture
+  id, capture time, ``seq``);
+- :func:`check_clear_scope`: the ``clear()`` argument check every adapter shares;
+- :func:`fnv1a64`: the contract's content hash (seeds, ``client_ref``);
+- ``TOOL_TEXTS``: the texts of the ``search_memory`` / ``save_memory`` tools;
+- :class:`UsersDataMethods`, :class:`SyncUsersDataMethods`: the mixins that give an
+  adapter ``list_memories``, ``list_sessions``, ``export``, ``forget_user`` and
+  ``import_export``.
 
 Example:
     ```python
@@ -28,44 +31,20 @@ Example:
 
 from __future__ import annotations
 
-from ._adapter import check_clear_scope
-from ._delivery import DeliveryQueue
-from ._kit import AdapterAttributes, AdapterKit
-from ._recall import recall_within_budget
-from ._retry import call_with_retries
-from ._seeds import (
-    MAX_TEXT_CHARS,
-    assistant_turn_seed,
-    fnv1a64,
-    new_capture_id,
-    sendable_text,
-    split_text,
-    truncate_text,
-    user_turn_seed,
-)
-from ._tool_texts import TOOL_TEXTS, ToolTexts
-from ._turns import CapturedTurn, TurnPart
-from ._users_data import SyncUsersDataMethods, UsersDataMethods
+from ._adapter.kit import AdapterAttributes, AdapterKit
+from ._adapter.settings import check_clear_scope
+from ._adapter.tool_texts import TOOL_TEXTS
+from ._delivery.seeds import fnv1a64
+from ._delivery.turns import CapturedTurn
+from ._users_data.mixins import SyncUsersDataMethods, UsersDataMethods
 
 __all__ = [
-    "MAX_TEXT_CHARS",
     "TOOL_TEXTS",
     "AdapterAttributes",
     "AdapterKit",
     "CapturedTurn",
-    "DeliveryQueue",
     "SyncUsersDataMethods",
-    "ToolTexts",
-    "TurnPart",
     "UsersDataMethods",
-    "assistant_turn_seed",
-    "call_with_retries",
     "check_clear_scope",
     "fnv1a64",
-    "new_capture_id",
-    "recall_within_budget",
-    "sendable_text",
-    "split_text",
-    "truncate_text",
-    "user_turn_seed",
 ]

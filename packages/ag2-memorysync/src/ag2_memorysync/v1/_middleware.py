@@ -34,6 +34,8 @@ from memorysync_core.adapters import (
     check_clear_scope,
 )
 
+from ._tools import memory_toolkit
+
 if TYPE_CHECKING:
     from ag2 import Context, Toolkit
     from ag2.middleware.base import AgentTurn, LLMCall
@@ -166,8 +168,6 @@ class MemorySyncMiddleware(AdapterAttributes, UsersDataMethods):
 
     def tools(self) -> Toolkit:
         """``search_memory`` and ``save_memory`` as an ag2 ``Toolkit`` for ``Agent(tools=...)``."""
-        from ._tools import memory_toolkit
-
         return memory_toolkit(self)
 
     async def search(

@@ -4,19 +4,28 @@
 # the Context annotation must be the real class for ag2 to pass the turn's context.
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ag2 import Context, Toolkit, tool
 
+from memorysync_core import RecalledMemory, SaveOutcome
 from memorysync_core.adapters import TOOL_TEXTS
-
-if TYPE_CHECKING:
-    from ._middleware import MemorySyncMiddleware
 
 _logger = logging.getLogger("memorysync.ag2")
 
 
-def memory_toolkit(memory: "MemorySyncMiddleware") -> Toolkit:
+class ToolsMemory(Protocol):
+    """What the two tools call (the middleware has it); the middleware imports this
+    module, so this module names a Protocol rather than the middleware."""
+
+    async def search(self, query: str) -> list[RecalledMemory]: ...
+
+    async def save(self, text: str, *, session_id: str | None = None) -> SaveOutcome: ...
+
+    def session_for(self, context: Context) -> str: ...
+
+
+def memory_toolkit(memory: ToolsMemory) -> Toolkit:
     """The two memory tools over ``memory``; each failure is one sentence for the model."""
 
     @tool(name="search_memory", description=TOOL_TEXTS.search_description)

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ._background import LOOP
-from ._turns import CapturedTurn
+from .._delivery.turns import CapturedTurn
+from .loop import LOOP
 
 # Seconds a held turn may wait beyond the recall budget (the reply starts a little
 # after its message is captured).

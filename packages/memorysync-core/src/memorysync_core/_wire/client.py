@@ -13,11 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from . import _end_user, _transport
-from . import _telemetry as telemetry
-from ._config import resolve_api_key, resolve_base_url, resolve_project_id
-from ._deadline import retrieve_error
-from ._errors import (
+from .. import _telemetry as telemetry
+from .._errors import (
     APIConnectionError,
     APIStatusError,
     AuthError,
@@ -27,10 +24,14 @@ from ._errors import (
     ServerError,
     UnsupportedUserIdError,
 )
-from ._log_scrub import guard_key
-from ._operation import operation, with_operation
-from ._version import __version__
-from ._window import Moment, TimeWindow, iso_moment
+from .._recall.window import Moment, TimeWindow, iso_moment
+from .._version import __version__
+from . import end_user as _end_user
+from . import transport as _transport
+from .config import resolve_api_key, resolve_base_url, resolve_project_id
+from .deadline import retrieve_error
+from .log_scrub import guard_key
+from .operation import operation, with_operation
 
 _logger = logging.getLogger("memorysync.client")
 

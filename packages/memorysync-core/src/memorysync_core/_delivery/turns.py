@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from ._seeds import assistant_turn_seed, new_capture_id, split_text, user_turn_seed
+from .seeds import assistant_turn_seed, new_capture_id, split_text, user_turn_seed
 
 Role = Literal["user", "assistant"]
 

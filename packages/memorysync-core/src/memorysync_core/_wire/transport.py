@@ -16,9 +16,8 @@ from typing import Any
 
 import httpx
 
-from . import _telemetry as telemetry
-from ._deadline import within
-from ._errors import (
+from .. import _telemetry as telemetry
+from .._errors import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
@@ -32,6 +31,7 @@ from ._errors import (
     UnsupportedError,
     ValidationError,
 )
+from .deadline import within
 
 # --------------------------------------------------------------------------- pool
 

@@ -13,20 +13,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import _holds
-from . import _telemetry as telemetry
-from ._adapter import AdapterSettings, ClearScope, check_clear_scope
-from ._background import CALLER_LOOPS, LOOP, track
-from ._delivery import DeliveryReport
-from ._holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
-from ._kit import AdapterKit
-from ._recall import RecallResult
-from ._render import RecalledMemory
-from ._transport import REQUESTS_MADE
-from ._turns import CapturedTurn, Role
-from ._user_memory import ClearResult, SaveOutcome, UserMemory
-from ._users_data import USERS_DATA_METHODS
-from ._window import Moment, TimeWindow
+from .. import _telemetry as telemetry
+from .._adapter.kit import AdapterKit
+from .._adapter.settings import AdapterSettings, ClearScope, check_clear_scope
+from .._delivery.queue import DeliveryReport
+from .._delivery.turns import CapturedTurn, Role
+from .._recall.budget import RecallResult
+from .._recall.render import RecalledMemory
+from .._recall.window import Moment, TimeWindow
+from .._user_memory import ClearResult, SaveOutcome, UserMemory
+from .._users_data.reports import USERS_DATA_METHODS
+from .._wire.transport import REQUESTS_MADE
+from . import holds as _holds
+from .holds import HOLD_MARGIN, RECALLERS, HeldTurns, UserKey
+from .loop import CALLER_LOOPS, LOOP, track
 
 _logger = logging.getLogger("memorysync.sync")
 _recall_logger = logging.getLogger("memorysync.recall")

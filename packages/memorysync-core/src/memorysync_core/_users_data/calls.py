@@ -13,90 +13,24 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import _users_import
-from ._client import memory_id_to_int
-from ._errors import NotFoundError, ResponseFormatError, UnsupportedError
-from ._retry import call_with_retries
+from .._errors import NotFoundError, ResponseFormatError, UnsupportedError
+from .._wire.client import _segment, memory_id_to_int
+from .._wire.retry import call_with_retries
+from . import importing as _users_import
+from .reports import EXPORT_SCHEMA, ForgetReport, ImportReport, ImportSkip, MemoryPage
 
 if TYPE_CHECKING:
-    from ._sync import SyncUserMemory
-    from ._user_memory import UserMemory
+    from .scope import UserScope
 
-EXPORT_SCHEMA = "memorysync.users-data/1"
 _SESSIONS = "/x-local/v1/sessions"
 _CANCEL = "/x-local/v1/jobs/cancel"
 _APPEND_BATCH = 100
 _TURN_FIELDS = ("role", "content", "seq", "occurred_at", "payload", "idempotency_key")
-# The methods every adapter exposes (delegating to UserMemory / SyncUserMemory).
-USERS_DATA_METHODS = ("list_memories", "list_sessions", "export", "forget_user", "import_export")
 
 
-@dataclass(frozen=True)
-class MemoryPage:
-    """One page of a user's memories, newest first; ``next_offset`` is None at the end."""
-
-    items: tuple[dict[str, Any], ...]
-    total: int | None
-    offset: int
-    next_offset: int | None
-
-
-@dataclass(frozen=True)
-class ForgetReport:
-    """What ``forget_user()`` erased.
-
-    ``complete`` is True only when the server could list every session of the user
-    and nothing of the user is left afterwards; on the hosted service (no session
-    listing) it is False and ``sessions`` names the sessions that were erased.
-    ``cancelled_jobs`` is None when the server has no job queue to cancel.
-    """
-
-    deleted_memories: int
-    deleted_turns: int
-    cancelled_jobs: int | None
-    sessions: tuple[str, ...]
-    complete: bool
-
-
-@dataclass(frozen=True)
-class ImportSkip:
-    """One item ``import_export()`` did not store, and why.
-
-    ``kind`` is ``"memory"`` or ``"turn"``; ``source_id`` its id in the export (None
-    when it had none); ``session_id`` its session; ``text`` the first 80 characters of
-    its text; ``reason`` the server's: ``"already_ingested"`` / ``"already_stored"``
-    (this very item was imported before), ``"no_high_value_content"``,
-    ``"plan_limit_reached"``.
-    """
-
-    kind: str
-    source_id: str | None
-    session_id: str | None
-    text: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class ImportReport:
-    """What ``import_export()`` wrote; ``skipped`` names each item it did not store.
-
-    ``verbatim`` is True when the server stored every item as exported (texts, states,
-    times, supersession links: ``memorysync-local``); False when facts went through the
-    server's extraction (``/memory/add``, the hosted service).
-    """
-
-    memories_created: int
-    memories_skipped: int
-    turns_created: int
-    turns_skipped: int
-    skipped: tuple[ImportSkip, ...] = ()
-    verbatim: bool = False
-
-
-async def list_memories_page(memory: UserMemory, *, limit: int, offset: int) -> MemoryPage:
+async def list_memories_page(memory: UserScope, *, limit: int, offset: int) -> MemoryPage:
     """One page of ``GET /v1/memory/{tenant_id}/{user_id}/list``."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise ValueError(f"limit must be an integer from 1 to 1000, got {limit!r}")
@@ -123,7 +57,7 @@ async def list_memories_page(memory: UserMemory, *, limit: int, offset: int) -> 
     return MemoryPage(items, total, offset, None if end else offset + len(page))
 
 
-async def list_sessions(memory: UserMemory) -> list[dict[str, Any]]:
+async def list_sessions(memory: UserScope) -> list[dict[str, Any]]:
     """The user's sessions (``memorysync-local``'s ``/x-local/v1/sessions``).
 
     Raises :class:`UnsupportedError` against a server without that route.
@@ -152,7 +86,7 @@ async def list_sessions(memory: UserMemory) -> list[dict[str, Any]]:
 
 
 async def _known_sessions(
-    memory: UserMemory, memories: Sequence[Mapping[str, Any]]
+    memory: UserScope, memories: Sequence[Mapping[str, Any]]
 ) -> tuple[list[str], bool]:
     """Every session of the user and True, or (no listing) the ones we can name and False."""
     try:
@@ -166,7 +100,7 @@ async def _known_sessions(
         return sorted(named), False
 
 
-async def export_user(memory: UserMemory) -> dict[str, Any]:
+async def export_user(memory: UserScope) -> dict[str, Any]:
     """Every memory and transcript turn of the user, JSON-serialisable."""
     api = memory.api
     memories = await call_with_retries(
@@ -195,7 +129,7 @@ async def export_user(memory: UserMemory) -> dict[str, Any]:
     }
 
 
-async def forget_user(memory: UserMemory) -> ForgetReport:
+async def forget_user(memory: UserScope) -> ForgetReport:
     """Erase every memory and every transcript of the user, in every session it can reach."""
     api = memory.api
     cancelled: int | None = None
@@ -242,10 +176,10 @@ async def forget_user(memory: UserMemory) -> ForgetReport:
     return ForgetReport(len(deleted), turns, cancelled, tuple(sessions), complete)
 
 
-async def import_export(memory: UserMemory, data: Mapping[str, Any]) -> ImportReport:
+async def import_export(memory: UserScope, data: Mapping[str, Any]) -> ImportReport:
     """Write an ``export()`` into this memory's server for this memory's user.
 
-    On ``memorysync-local`` the export is stored as it was (``_users_import``): texts
+    On ``memorysync-local`` the export is stored as it was (``_users_data.importing``): texts
     verbatim, no extraction, every state, time and supersession link, turns with their
     times; ``verbatim=True``. Elsewhere facts go through ``/memory/add`` and turns
     through ``/v1/history/append`` (``verbatim=False``). Each item is sent with a key
@@ -339,74 +273,3 @@ def session_of(item: Mapping[str, Any]) -> str | None:
         return str(inner["session_id"])
     flat = metadata.get("session_id")
     return flat if isinstance(flat, str) else None
-
-
-def _segment(value: str) -> str:
-    from ._client import _segment as segment
-
-    return segment(value)
-
-
-class UsersDataMethods:
-    """``list_memories``, ``list_sessions``, ``export``, ``forget_user`` and
-    ``import_export`` for an async adapter, each delegating to the core's
-    :class:`UserMemory` of the adapter's user (its default session).
-
-    The adapter implements :meth:`_users_data_memory`, delivering its captured turns
-    first so that an export sees them and an erase leaves none behind.
-    """
-
-    async def _users_data_memory(self) -> UserMemory:
-        raise NotImplementedError
-
-    async def list_memories(self, *, limit: int = 100, offset: int = 0) -> MemoryPage:
-        """One page of the user's memories (every session), newest first."""
-        return await (await self._users_data_memory()).list_memories(limit=limit, offset=offset)
-
-    async def list_sessions(self) -> list[dict[str, Any]]:
-        """The user's sessions; ``UnsupportedError`` on a server that cannot list them."""
-        return await (await self._users_data_memory()).list_sessions()
-
-    async def export(self) -> dict[str, Any]:
-        """Every fact and transcript turn of the user (JSON-serialisable, with a schema)."""
-        return await (await self._users_data_memory()).export()
-
-    async def forget_user(self) -> ForgetReport:
-        """Erase every fact and transcript of the user in every session; idempotent."""
-        return await (await self._users_data_memory()).forget_user()
-
-    async def import_export(self, data: Mapping[str, Any]) -> ImportReport:
-        """Write an ``export()`` for this user (idempotent by each item's id and content)."""
-        return await (await self._users_data_memory()).import_export(data)
-
-
-class SyncUsersDataMethods:
-    """The same five methods, synchronous, for an adapter holding a ``SyncUserMemory``
-    as ``self._memory`` (captured turns are flushed first)."""
-
-    _memory: SyncUserMemory
-
-    def list_memories(self, *, limit: int = 100, offset: int = 0) -> MemoryPage:
-        """One page of the user's memories (every session), newest first."""
-        page: MemoryPage = self._memory.users_data("list_memories", limit=limit, offset=offset)
-        return page
-
-    def list_sessions(self) -> list[dict[str, Any]]:
-        """The user's sessions; ``UnsupportedError`` on a server that cannot list them."""
-        sessions: list[dict[str, Any]] = self._memory.users_data("list_sessions")
-        return sessions
-
-    def export(self) -> dict[str, Any]:
-        """Every fact and transcript turn of the user (JSON-serialisable, with a schema)."""
-        data: dict[str, Any] = self._memory.users_data("export")
-        return data
-
-    def forget_user(self) -> ForgetReport:
-        """Erase every fact and transcript of the user in every session; idempotent."""
-        report: ForgetReport = self._memory.users_data("forget_user")
-        return report
-
-    def import_export(self, data: Mapping[str, Any]) -> ImportReport:
-        """Write an ``export()`` for this user (idempotent by each item's id and content)."""
-        report: ImportReport = self._memory.users_data("import_export", data)
-        return report

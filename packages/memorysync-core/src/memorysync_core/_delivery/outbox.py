@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from ._turns import CapturedTurn
+from .turns import CapturedTurn
 
 _logger = logging.getLogger("memorysync.outbox")
 _T = TypeVar("_T")

@@ -16,9 +16,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeGuard
 
-from ._client import MemorySyncAPI
-from ._render import DEFAULT_CONTEXT_TEMPLATE, ContextRenderer
-from ._user_memory import UserMemory
+from .._recall.render import DEFAULT_CONTEXT_TEMPLATE, ContextRenderer
+from .._user_memory import UserMemory
+from .._wire.client import MemorySyncAPI
 
 if TYPE_CHECKING:
     import httpx

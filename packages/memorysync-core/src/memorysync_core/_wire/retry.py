@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ._errors import (
+from .._errors import (
     APIConnectionError,
     InsufficientStorageError,
     MemorySyncError,

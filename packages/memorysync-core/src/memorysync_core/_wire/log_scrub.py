@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from ._transport import scrub
+from .transport import scrub
 
 # httpcore logs through one logger per module; a logger's filters do not reach its
 # children, so each is named.

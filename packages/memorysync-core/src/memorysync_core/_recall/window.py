@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._render import RecalledMemory
+    from .render import RecalledMemory
 
 Moment = _dt.datetime | str
 

@@ -19,15 +19,16 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from ._adapter import AdapterSettings
-from ._background import track, untrack
-from ._config import resolve_close_timeout, resolve_outbox
-from ._delivery import DeliveryQueue, DeliveryReport
-from ._errors import AuthError, MemorySyncError, ValidationError
-from ._outbox import MAX_OUTBOX_TURNS, Outbox, OutboxDamaged, keys_of
-from ._retry import RetryPolicy
-from ._turns import CapturedTurn
-from ._user_memory import UserMemory
+from .._delivery import outbox as _outbox
+from .._delivery.outbox import Outbox, OutboxDamaged, keys_of
+from .._delivery.queue import DeliveryQueue, DeliveryReport
+from .._delivery.turns import CapturedTurn
+from .._errors import AuthError, MemorySyncError, ValidationError
+from .._sync.loop import track, untrack
+from .._user_memory import UserMemory
+from .._wire.config import resolve_close_timeout, resolve_outbox
+from .._wire.retry import RetryPolicy
+from .settings import AdapterSettings
 
 _logger = logging.getLogger("memorysync.delivery")
 _T = TypeVar("_T")
@@ -59,7 +60,7 @@ class AdapterKit:
     the settings only the user's turns are sent, to fact extraction. With an
     ``outbox`` (the setting or ``MEMORYSYNC_OUTBOX``) every queued turn is also kept in
     that SQLite file until the server has it, and the turns an earlier process left
-    there are delivered first (see :mod:`memorysync_core._outbox`).
+    there are delivered first (see :mod:`memorysync_core._delivery.outbox`).
 
     Example:
         ```python
@@ -196,7 +197,7 @@ class AdapterKit:
                 "outbox %s is full (%s turns): a new %s turn is kept in memory only "
                 "(%s so far); it is lost if the process ends before delivering it",
                 outbox.path,
-                MAX_OUTBOX_TURNS,
+                _outbox.MAX_OUTBOX_TURNS,  # read through its module: one setting, one patch
                 turn.role,
                 outbox.overflowed,
             )

@@ -22,12 +22,12 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._errors import NotFoundError, ResponseFormatError, UnsupportedError
-from ._retry import call_with_retries
+from .._errors import NotFoundError, ResponseFormatError, UnsupportedError
+from .._wire.retry import call_with_retries
+from .reports import ImportReport, ImportSkip
 
 if TYPE_CHECKING:
-    from ._user_memory import UserMemory
-    from ._users_data import ImportReport, ImportSkip
+    from .scope import UserScope
 
 _IMPORT = "/x-local/v1/import"
 _BATCH = 100
@@ -168,7 +168,7 @@ def _sent(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def import_verbatim(
-    memory: UserMemory,
+    memory: UserScope,
     memories: Sequence[Mapping[str, Any]],
     turns: Sequence[Mapping[str, Any]],
     skip: Any,
@@ -248,8 +248,6 @@ def report(
     memories_created: int, turns_created: int, skipped: Sequence[ImportSkip], verbatim: bool
 ) -> ImportReport:
     """The :class:`ImportReport` of these counts."""
-    from ._users_data import ImportReport
-
     memories_skipped = sum(1 for s in skipped if s.kind == "memory")
     return ImportReport(
         memories_created,

@@ -8,13 +8,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from . import _telemetry as telemetry
-from ._deadline import within
-from ._errors import MemorySyncError, RateLimitError
-from ._render import ContextRenderer, RecalledMemory, parse_memories
+from .. import _telemetry as telemetry
+from .._errors import MemorySyncError, RateLimitError
+from .._wire.deadline import within
+from .render import ContextRenderer, RecalledMemory, parse_memories
 
 if TYPE_CHECKING:
-    from ._client import MemorySyncAPI
+    from .._wire.client import MemorySyncAPI
 
 _logger = logging.getLogger("memorysync.recall")
 

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
-from ._errors import APIConnectionError, APITimeoutError
+from .._errors import APIConnectionError, APITimeoutError
 
 P = ParamSpec("P")
 R = TypeVar("R")

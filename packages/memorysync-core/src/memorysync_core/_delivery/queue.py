@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _telemetry as telemetry
-from ._errors import AuthError, MemorySyncError, ValidationError
-from ._retry import RetryPolicy
-from ._turns import CapturedTurn
+from .. import _telemetry as telemetry
+from .._errors import AuthError, MemorySyncError, ValidationError
+from .._wire.retry import RetryPolicy
+from .turns import CapturedTurn
 
 _logger = logging.getLogger("memorysync.delivery")
 

@@ -1,0 +1,1 @@
+"""What every adapter is built from: the one settings surface, the kit, the tool texts."""

@@ -1,0 +1,1 @@
+"""Recall: the budgeted call, its time window, and the rendering of what comes back."""

@@ -1,0 +1,1 @@
+"""The synchronous face: one background event loop per process, and the held turns."""

@@ -1,0 +1,1 @@
+"""The HTTP client: the contract's routes, the shared connection, retries, configuration."""

@@ -17,7 +17,7 @@ from autogen_core.models import UserMessage
 
 from ag2_memorysync import MemorySyncCapability
 from autogen_memorysync import MemorySyncMemory
-from memorysync_core._wire import transport as _transport
+from shared.core_state import shared_client_count
 
 from ._server import PROMPT, BenchServer, established_connections_to, rss_mib
 from ._stats import Row, Section, ms, now, stat
@@ -48,7 +48,7 @@ async def _autogen(server: BenchServer) -> dict[str, float]:
         "construct_p50": stat("", times).p50,
         "construct_p99": stat("", times).p99,
         "connections": float(established_connections_to(server.port)),
-        "shared_clients": float(_transport.shared_client_count(loop)),
+        "shared_clients": float(shared_client_count(loop)),
         "rss_construct": rss_built - rss_before,
         "rss_after_recall": rss_mib() - rss_before,
     }

@@ -182,20 +182,22 @@ EXAMPLES: dict[str, Run | NotRun] = {
             "</user_memories>",
         )
     ),
-    "packages/memorysync-core/src/memorysync_core/_adapter.py::AdapterSettings": Run(),
-    "packages/memorysync-core/src/memorysync_core/_client.py::MemorySyncAPI": NotRun(
+    "packages/memorysync-core/src/memorysync_core/_adapter/settings.py::AdapterSettings": Run(),
+    "packages/memorysync-core/src/memorysync_core/_wire/client.py::MemorySyncAPI": NotRun(
         "shows the constructor's key and URL for a server of your own on port 8000; the same "
         "calls run in memorysync_core's module example and the core README"
     ),
-    "packages/memorysync-core/src/memorysync_core/_delivery.py::DeliveryQueue": Run(CORE),
-    "packages/memorysync-core/src/memorysync_core/_kit.py::AdapterKit": Run(CORE),
-    "packages/memorysync-core/src/memorysync_core/_outbox.py::Outbox": NotRun(
+    "packages/memorysync-core/src/memorysync_core/_delivery/queue.py::DeliveryQueue": Run(CORE),
+    "packages/memorysync-core/src/memorysync_core/_adapter/kit.py::AdapterKit": Run(CORE),
+    "packages/memorysync-core/src/memorysync_core/_delivery/outbox.py::Outbox": NotRun(
         "writes /var/lib/myapp, an application's own folder; the outbox tests run the same "
         "calls on a temporary file"
     ),
-    "packages/memorysync-core/src/memorysync_core/_recall.py::recall_within_budget": Run(CORE),
-    "packages/memorysync-core/src/memorysync_core/_retry.py::call_with_retries": Run(CORE),
-    "packages/memorysync-core/src/memorysync_core/_sync.py::SyncUserMemory": Run(),
+    "packages/memorysync-core/src/memorysync_core/_recall/budget.py::recall_within_budget": Run(
+        CORE
+    ),
+    "packages/memorysync-core/src/memorysync_core/_wire/retry.py::call_with_retries": Run(CORE),
+    "packages/memorysync-core/src/memorysync_core/_sync/face.py::SyncUserMemory": Run(),
     "packages/memorysync-core/src/memorysync_core/_telemetry.py::configure_telemetry": Run(),
     # "Suggest a snack" shares no word with "allergic to peanuts": the server's recall by
     # meaning (on by default) finds it.

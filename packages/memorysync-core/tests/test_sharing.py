@@ -7,7 +7,7 @@ import asyncio
 import httpx
 
 from memorysync_core import MemorySyncAPI, UserMemory
-from memorysync_core._wire.transport import shared_client_count
+from shared.core_state import shared_client_count
 from shared.fake_server import FakeServer
 
 from .conftest import API_KEY

@@ -104,11 +104,6 @@ def configure_telemetry(*, record_query: bool = False, record_user_id: bool = Fa
     _State.settings = TelemetrySettings(record_query, record_user_id)
 
 
-def available() -> bool:
-    """True when ``opentelemetry-api`` is importable."""
-    return _AVAILABLE
-
-
 def set_enabled(enabled: bool) -> None:
     """Turn spans and metrics on or off (the benchmark's baseline); API needed for on."""
     _State.enabled = bool(enabled) and _AVAILABLE

@@ -14,11 +14,6 @@ from .seeds import assistant_turn_seed, new_capture_id, split_text, user_turn_se
 Role = Literal["user", "assistant"]
 
 
-def utc_now_iso() -> str:
-    """The current time as ISO 8601 UTC with a ``Z`` suffix (millisecond precision)."""
-    return iso_from_micros(time.time_ns() // 1000)
-
-
 def iso_from_micros(micros: int) -> str:
     """``micros`` (microseconds since the Unix epoch) as ISO 8601 UTC, milliseconds, ``Z``."""
     moment = datetime.fromtimestamp(micros // 1_000_000, timezone.utc)

@@ -115,11 +115,6 @@ def release_client(
     return entry.client
 
 
-def shared_client_count(loop: asyncio.AbstractEventLoop) -> int:
-    """How many shared clients are open on ``loop`` (for tests and diagnostics)."""
-    return len(_pools.get(loop, {}))
-
-
 # --------------------------------------------------------------------------- errors
 
 

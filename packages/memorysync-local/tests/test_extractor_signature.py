@@ -162,6 +162,24 @@ def test_an_older_extractor_is_adapted_once_and_declares_nothing() -> None:
     )
 
 
+class NothingDeclaredOlderSignature:
+    """Declares no related memories; ``extract`` still to the 2.x signature."""
+
+    features = ExtractorFeatures()
+
+    def extract(self, text: str, *, explicit: bool = False) -> Extraction:
+        return Extraction(facts=(Fact(f"{text} ({explicit})"),))
+
+
+def test_declared_features_with_the_older_extract_keep_working() -> None:
+    extractor = NothingDeclaredOlderSignature()
+    adapted = declared(extractor)
+    assert adapted.features is extractor.features
+    assert adapted.extract("hi", explicit=True, related=[RelatedMemory(1, "x")]).facts == (
+        Fact("hi (True)"),
+    )
+
+
 class NoText:
     def extract(self) -> Extraction:
         return Extraction()
@@ -194,7 +212,7 @@ class WrongFeatures:
         (object(), "needs a method extract(self, text: str, *, explicit: bool = False, related"),
         (NoText(), "takes the text"),
         (UndeclaredRelated(), "features = ExtractorFeatures(related_memories=True)"),
-        (DeclaredWithoutRelated(), "its extract must take related: extract(self, text: str"),
+        (DeclaredWithoutRelated(), "so its extract must take related: extract(self, text: str"),
         (WrongFeatures(), ".features must be an ExtractorFeatures"),
     ],
 )

@@ -125,15 +125,18 @@ SIGNATURE = (
 
 
 class _OlderExtractor:
-    """An extractor written to the older signature, ``extract(text)`` or
-    ``extract(text, *, explicit=False)``: given only what it takes, no related memories."""
-
-    features = ExtractorFeatures()
+    """An extractor whose ``extract`` takes less than the signature (``extract(text)``,
+    ``extract(text, *, explicit=False)``): given only what it takes."""
 
     def __init__(
-        self, wrapped: object, method: Callable[..., Extraction], takes_explicit: bool
+        self,
+        wrapped: object,
+        method: Callable[..., Extraction],
+        features: ExtractorFeatures,
+        takes_explicit: bool,
     ) -> None:
         self.wrapped = wrapped
+        self.features = features
         self._extract = method
         self._takes_explicit = takes_explicit
 
@@ -178,11 +181,13 @@ def _keywords(method: Callable[..., Extraction]) -> tuple[bool, set[str]]:
 def declared(extractor: object) -> Extractor:
     """``extractor`` as the server calls it, checked once (at construction).
 
-    An :class:`Extractor` (a ``features`` and an ``extract`` taking ``explicit`` and
-    ``related``) is returned as it is. One written to the older signature, with no
-    ``features``, ``extract(text)`` or ``extract(text, *, explicit=False)``, keeps
-    working: it is given only what its ``extract`` takes, and no related memories.
-    Anything else is a ``TypeError`` naming the signature.
+    An :class:`Extractor` whose ``extract`` takes ``explicit`` and ``related`` is
+    returned as it is. One written to the older signature, ``extract(text)`` or
+    ``extract(text, *, explicit=False)``, with or without ``features`` (none: nothing
+    declared), keeps working: it is given only what its ``extract`` takes. A shape the
+    server cannot call is a ``TypeError`` naming the signature: no ``extract``, one
+    that takes no text, ``related_memories`` declared but no ``related`` taken, or
+    ``related`` taken but no ``features`` declaring it.
     """
     if not isinstance(extractor, _Extracting):
         raise TypeError(f"an extractor needs a method {SIGNATURE}; {extractor!r} has none")
@@ -191,18 +196,23 @@ def declared(extractor: object) -> Extractor:
     if not takes_text:
         raise TypeError(f"an extractor's extract takes the text: {SIGNATURE}")
     if isinstance(extractor, Extractor):
-        if not isinstance(extractor.features, ExtractorFeatures):
+        features = extractor.features
+        if not isinstance(features, ExtractorFeatures):
             raise TypeError(f"{extractor!r}.features must be an ExtractorFeatures")
-        missing = {"explicit", "related"} - keywords if "*" not in keywords else set()
-        if missing:
-            raise TypeError(
-                f"{extractor!r} declares features, so its extract must take "
-                f"{' and '.join(sorted(missing))}: {SIGNATURE}"
-            )
-        return extractor
-    if "related" in keywords:
+    elif "related" in keywords:
         raise TypeError(
             f"{extractor!r}'s extract takes related but declares no features: set "
             "features = ExtractorFeatures(related_memories=True) to be given them"
         )
-    return _OlderExtractor(extractor, method, "explicit" in keywords or "*" in keywords)
+    else:
+        features = ExtractorFeatures()
+    takes_explicit = bool({"explicit", "*"} & keywords)
+    takes_related = bool({"related", "*"} & keywords)
+    if features.related_memories and not takes_related:
+        raise TypeError(
+            f"{extractor!r} declares related_memories, so its extract must take "
+            f"related: {SIGNATURE}"
+        )
+    if isinstance(extractor, Extractor) and takes_explicit and takes_related:
+        return extractor
+    return _OlderExtractor(extractor, method, features, takes_explicit)

@@ -119,25 +119,7 @@ def test_the_graph_sees_type_only_and_deferred_imports(tmp_path: Path) -> None:
     assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
 
 
-# Other helpers are rewriting memorysync_local's _recall/, _extraction/, _text/ and
-# _storage/ while this test lands; its cycle is left to the lead after those merge.
-LOCAL_CYCLE = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "memorysync_local._storage.postgres: backend <-> database, errors, jobs, memories, "
-        "quota, seeds, transcript, users_data, vectors, word_index (they import backend "
-        "for its session type); to be broken after the _storage/ rewrite merges"
-    ),
-)
-
-
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(name, marks=LOCAL_CYCLE) if name == "memorysync_local" else name
-        for name in PACKAGES
-    ],
-)
+@pytest.mark.parametrize("package", list(PACKAGES))
 def test_no_import_cycle_among_a_packages_modules(package: str) -> None:
     top = ROOT / "packages" / PACKAGES[package] / "src" / package
     graph = import_graph(top)

@@ -10,10 +10,16 @@ from typing import Any
 import pytest
 from autogen import ConversableAgent, UserProxyAgent
 
-from ag2_memorysync import MemorySyncCapability
-from ag2_memorysync._registry import MAX_RELAYS, Group, registered_groups
+from ag2_memorysync import MemorySyncCapability, _registry
+from ag2_memorysync._registry import MAX_RELAYS, Group
 from memorysync_core._sync.loop import LOOP
 from shared.local_server import stored_history
+
+
+def registered_groups() -> int:
+    """How many groups the registry holds (read under its lock)."""
+    with _registry._groups_lock:
+        return len(_registry._groups)
 
 
 def _bot(name: str = "bot") -> ConversableAgent:

@@ -2,7 +2,7 @@
 
 A third backend (here SQLite declaring other features) says what it can do through
 ``Storage.features``; the callers honour the flags, and no module of memorysync_local
-probes a storage or vector capability with ``getattr``.
+probes a storage, vector or extractor capability with ``getattr``.
 """
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ def test_recall_takes_the_database_answer_when_the_vectors_give_one(tmp_path: Pa
         storage.close()
 
 
-# The extractor's ``wants_related`` probe is still to be declared (issue 32 item 2).
-CAPABILITY_NAMES = ("storage", "vectors")
+# The extractor declares ``features`` too (test_extractor_signature.py).
+CAPABILITY_NAMES = ("storage", "vectors", "extractor")
 
 
-def test_no_getattr_probes_a_storage_or_vector_capability() -> None:
+def test_no_getattr_probes_a_storage_vector_or_extractor_capability() -> None:
     probes = []
     for path in Path(memorysync_local.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -12,12 +12,20 @@ The floors below are the measured values rounded down.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from memorysync_local import Extraction, Extractor, Fact, RuleBasedExtractor
+from memorysync_local import (
+    Extraction,
+    Extractor,
+    ExtractorFeatures,
+    Fact,
+    RelatedMemory,
+    RuleBasedExtractor,
+)
 
 DATA = Path(__file__).parent / "data" / "extraction_labels.jsonl"
 
@@ -117,7 +125,11 @@ def test_extractor_is_deterministic() -> None:
 
 async def test_a_custom_extractor_replaces_the_rules(make_local_server: object) -> None:
     class Shouting:
-        def extract(self, text: str, *, explicit: bool = False) -> Extraction:
+        features = ExtractorFeatures()
+
+        def extract(
+            self, text: str, *, explicit: bool = False, related: Sequence[RelatedMemory] = ()
+        ) -> Extraction:
             return Extraction(facts=(Fact(text.upper(), "other"),))
 
     assert isinstance(Shouting(), Extractor)

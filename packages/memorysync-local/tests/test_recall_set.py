@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memorysync_local import RuleBasedExtractor
-from memorysync_local._recall.words import query_terms
+from memorysync_local._text.analyzer import STOPWORDS
 
 DATA = Path(__file__).parent / "data"
 SPLITS = ("dev", "holdout")
@@ -35,6 +35,15 @@ def _scenarios() -> list[tuple[str, dict[str, Any]]]:
 
 def _noise() -> list[str]:
     return list(json.loads((DATA / "recall_noise.json").read_text(encoding="utf-8"))["turns"])
+
+
+def query_terms(prompt: str) -> list[str]:
+    """The prompt's content words, lower-cased, in order, without repeats."""
+    terms: list[str] = []
+    for token in re.findall(r"\w+", prompt.lower()):
+        if token not in STOPWORDS and token not in terms:
+            terms.append(token)
+    return terms
 
 
 def _words(text: str) -> set[str]:

@@ -124,9 +124,3 @@ def group_for(key: GroupKey) -> Group:
         if group is None:
             group = _groups[key] = Group()
         return group
-
-
-def registered_groups() -> int:
-    """How many groups are registered (for tests and diagnostics)."""
-    with _groups_lock:
-        return len(_groups)

@@ -24,7 +24,14 @@ memorysync-local serve --db ./memorysync.db --port 8765 --api-key ms_dev
 """
 
 from memorysync_local._embedded import EMBEDDED_BASE_URL, EmbeddedServer, embedded
-from memorysync_local._extraction.extractor import Extraction, Extractor, Fact
+from memorysync_local._extraction.extractor import (
+    Extraction,
+    Extractor,
+    ExtractorFeatures,
+    Fact,
+    RelatedMemory,
+    Retraction,
+)
 from memorysync_local._extraction.rules import RuleBasedExtractor
 from memorysync_local._http.app import DEV_API_KEY, create_app
 from memorysync_local._plans import Plan
@@ -37,8 +44,11 @@ __all__ = [
     "EmbeddedServer",
     "Extraction",
     "Extractor",
+    "ExtractorFeatures",
     "Fact",
     "Plan",
+    "RelatedMemory",
+    "Retraction",
     "RuleBasedExtractor",
     "ServedServer",
     "__version__",

@@ -265,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if embedder is not None:
         print(f"recall by meaning: {embedder.name} (fused with word recall)", flush=True)
     extractor = app.state.store.extractor
-    if getattr(extractor, "wants_related", False):
+    if extractor.features.related_memories:
         print(f"facts decided by {extractor.name} (the rules on any failure)", flush=True)
     if generated is not None:
         print(f"API key (generated, shown once): {generated}", flush=True)

@@ -19,12 +19,19 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from memorysync_local._extraction.extractor import Extraction, Extractor, Fact, Retraction
+from memorysync_local._extraction.extractor import (
+    Extraction,
+    Extractor,
+    ExtractorFeatures,
+    Fact,
+    RelatedMemory,
+    Retraction,
+    declared,
+)
 from memorysync_local._extraction.rules import RuleBasedExtractor
 from memorysync_local._text.attributes import classify
 
@@ -77,14 +84,6 @@ class MalformedDecision(ValueError):
     """The model's answer is not the decisions the schema asks for."""
 
 
-@dataclass(frozen=True)
-class RelatedMemory:
-    """One current memory shown to the model."""
-
-    memory_id: int
-    text: str
-
-
 class OpenAIExtractor:
     """Decisions from an OpenAI-compatible chat endpoint; the rule extractor on failure.
 
@@ -92,7 +91,8 @@ class OpenAIExtractor:
     OpenAIExtractor('openai:gpt-4o-mini')
     """
 
-    wants_related = True
+    # Shown the user's related memories, to decide UPDATE and DELETE.
+    features = ExtractorFeatures(related_memories=True)
 
     def __init__(
         self,
@@ -178,13 +178,13 @@ def _extraction(decisions: Sequence[dict[str, Any]], known: set[int]) -> Extract
 
 
 def load_extractor(setting: Extractor | str | None) -> Extractor:
-    """An extractor as given, or the one a spec names: ``rules`` (the default) or
-    ``openai[:MODEL]``, which reads ``OPENAI_BASE_URL`` (default
+    """An extractor as given (checked by ``declared``), or the one a spec names: ``rules``
+    (the default) or ``openai[:MODEL]``, which reads ``OPENAI_BASE_URL`` (default
     ``https://api.openai.com/v1``) and ``OPENAI_API_KEY`` from the environment."""
     if setting is None:
         return RuleBasedExtractor()
     if not isinstance(setting, str):
-        return setting
+        return declared(setting)
     kind, model = parse_extractor_spec(setting)
     if kind == "rules":
         return RuleBasedExtractor()

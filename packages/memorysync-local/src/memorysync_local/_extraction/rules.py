@@ -23,11 +23,19 @@ for example an LLM-backed one): ``create_app(..., extractor=MyExtractor())``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from memorysync_local._extraction.changes import changed
 from memorysync_local._extraction.clauses import split_clauses
-from memorysync_local._extraction.extractor import Extraction, Fact, FactKind, Retraction
+from memorysync_local._extraction.extractor import (
+    Extraction,
+    ExtractorFeatures,
+    Fact,
+    FactKind,
+    RelatedMemory,
+    Retraction,
+)
 from memorysync_local._extraction.sentences import split_sentences, words
 from memorysync_local._extraction.vocab import (
     _ADVERBS,
@@ -92,7 +100,12 @@ class RuleBasedExtractor:
     (Fact(text='Lives in Lisbon', kind='identity'),)
     """
 
-    def extract(self, text: str, *, explicit: bool = False) -> Extraction:
+    # Rules read the turn alone: no related memories (``related`` is ignored).
+    features = ExtractorFeatures()
+
+    def extract(
+        self, text: str, *, explicit: bool = False, related: Sequence[RelatedMemory] = ()
+    ) -> Extraction:
         """Split ``text`` into sentences and keep the durable statements about the user."""
         facts: list[Fact] = []
         rejected: list[str] = []

@@ -8,8 +8,6 @@ term only when one of its forms equals it (:class:`Matcher`,
 
 from __future__ import annotations
 
-import re
-
 from memorysync_local._text.analyzer import (
     STOPWORDS,
     Matcher,
@@ -27,27 +25,11 @@ __all__ = [
     "memory_stems",
     "owner_token",
     "query_stems",
-    "query_terms",
     "vocabulary_ranges",
 ]
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-_MAX_TERMS = 64
 
 
 def memory_stems(text: str, attribute: str | None) -> str:
     """What the index holds for a memory: the terms of its text and of its attribute's
     words (``attribute_words``), so "Moved to Toronto" is found by "where do I live"."""
     return index_text(f"{text} {attribute_words(attribute)}")
-
-
-def query_terms(prompt: str) -> list[str]:
-    """The prompt's content words, lower-cased, in order, without repeats."""
-    terms: list[str] = []
-    for token in _TOKEN.findall(prompt.lower()):
-        if token in STOPWORDS or token in terms:
-            continue
-        terms.append(token)
-        if len(terms) == _MAX_TERMS:
-            break
-    return terms

@@ -18,8 +18,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memorysync_local._extraction.dates import resolve_dates
-from memorysync_local._extraction.extractor import Extraction, Extractor, Fact
-from memorysync_local._extraction.llm import RelatedMemory
+from memorysync_local._extraction.extractor import (
+    Extraction,
+    Extractor,
+    Fact,
+    RelatedMemory,
+    declared,
+)
 from memorysync_local._recall.embedding import Embedder
 from memorysync_local._recall.ranking import lexical_ranking, records
 from memorysync_local._recall.vectors import store_vectors
@@ -110,15 +115,16 @@ class FactWriter:
 
     def __init__(self, storage: Storage, extractor: Extractor, embedder: Embedder | None) -> None:
         self.storage = storage
-        self.extractor = extractor
+        # Checked once here: an extractor to the older signature is adapted.
+        self.extractor = declared(extractor)
         self.embedder = embedder
         # The facts a thread's current write() stored, to embed after it commits.
         self._unembedded = threading.local()
 
     @property
     def wants_related(self) -> bool:
-        """Whether the extractor decides updates and wants the user's related memories."""
-        return bool(getattr(self.extractor, "wants_related", False))
+        """Whether the extractor declares it is shown the user's related memories."""
+        return self.extractor.features.related_memories
 
     @contextmanager
     def write(self) -> Iterator[Session]:
@@ -204,7 +210,7 @@ class FactWriter:
         return self.insert(session, facts, ctx)
 
     def related(self, session: Session, ctx: FactContext, text: str) -> list[RelatedMemory]:
-        """For an extractor that decides updates (``wants_related``): the user's current
+        """For an extractor that declares ``related_memories``: the user's current
         memories that match the turn's words, then their newest, at most 20."""
         if not self.wants_related:
             return []
@@ -220,9 +226,7 @@ class FactWriter:
     def extract(self, text: str, related: Sequence[RelatedMemory] = ()) -> Extraction:
         """The extractor's facts in a turn (none, logged, when it fails)."""
         try:
-            if self.wants_related:
-                return self.extractor.extract(text, related=related)  # type: ignore[call-arg]
-            return self.extractor.extract(text)
+            return self.extractor.extract(text, related=related)
         except Exception:
             logger.exception("the extractor failed; the turn stores nothing")
             return Extraction()

@@ -11,7 +11,6 @@ memory was written with; a user's sessions are the union.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -183,8 +182,3 @@ def transcript(
     with storage.read() as session:
         turns, _ = session.transcript.latest(tenant, user_id, session_id, None, 0)
     return [history_item(turn) for turn in turns]
-
-
-def json_text(value: Any) -> str:
-    """``value`` as pretty JSON text (non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, indent=2)

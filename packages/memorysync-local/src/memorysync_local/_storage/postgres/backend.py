@@ -342,7 +342,9 @@ def open_postgres(target: str, *, pool_size: int | None = None) -> PostgresStora
     return PostgresStorage(target, pool_size=pool_size)
 
 
-if TYPE_CHECKING:  # PostgresStorage implements the interface
+if TYPE_CHECKING:  # PostgresStorage implements the interface, its session the tables' one
     from memorysync_local._storage.interface import Storage
+    from memorysync_local._storage.postgres.session import PgSession
 
     _: type[Storage] = PostgresStorage
+    _session: type[PgSession] = PostgresSession

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memorysync_local._storage.records import StoredJob
 
 if TYPE_CHECKING:
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 JOBS_CHANNEL = "memorysync_jobs"
 
@@ -26,7 +26,7 @@ JOBS_CHANNEL = "memorysync_jobs"
 class PostgresJobs:
     """``JobQueue``: claimed with ``FOR UPDATE SKIP LOCKED`` by live workers."""
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def add(self, text: str, context: Mapping[str, Any], created_at: str) -> int:

@@ -23,7 +23,7 @@ from memorysync_local._storage.records import (
 )
 
 if TYPE_CHECKING:
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 # Every column of a memory record: never the word index's (stems, stems_tsv), which a
 # record does not carry and whose text form is costly to produce and to read.
@@ -55,7 +55,7 @@ def _window(window: ReadWindow) -> tuple[str, list[Any]]:
 class PostgresMemories:
     """``MemoryTable`` over one session's connection."""
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRecord]:

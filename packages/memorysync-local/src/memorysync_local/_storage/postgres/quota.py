@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 
 class PostgresQuota:
@@ -17,7 +17,7 @@ class PostgresQuota:
     writes by one key do not queue on its row for their whole transaction.
     """
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def count_add(self, key_id: str, month: str, limit: int | None) -> bool:
@@ -51,7 +51,7 @@ class PostgresQuota:
         return adds + pending, refused
 
 
-def flush_counts(session: PostgresSession, counts: Mapping[tuple[str, str], int]) -> None:
+def flush_counts(session: PgSession, counts: Mapping[tuple[str, str], int]) -> None:
     """Add the adds counted without a limit, just before the write commits."""
     for (key_id, month), adds in sorted(counts.items()):
         session.conn.execute(

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 
 class PostgresSeeds:
     """``IdempotencySeeds``: turn receipts and client refs."""
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def claim_turn(

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from memorysync_local._storage.records import NewTurn, TurnRecord, TurnSelection
 
 if TYPE_CHECKING:
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 
 class PostgresTranscript:
     """``TranscriptTable`` over one session's connection."""
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def _one(self, sql: str, params: Sequence[Any]) -> TurnRecord | None:

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from memorysync_local._storage.records import ErasedUser, SessionCounts, UserCounts
 
 if TYPE_CHECKING:
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 
 class PostgresUsersData:
     """``UsersData``: a tenant's users, their sessions, erasure."""
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def users(self, tenant_id: str) -> list[UserCounts]:

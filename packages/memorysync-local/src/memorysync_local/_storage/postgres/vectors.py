@@ -15,7 +15,7 @@ from memorysync_local._storage.records import VectorCounters
 if TYPE_CHECKING:
     import psycopg
 
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 # What an administrator runs, connected to the server's database, to allow recall by
 # meaning: pgvector is not a trusted extension, so only a superuser may create it.
@@ -56,7 +56,7 @@ def from_send(sent: bytes) -> bytes:
 class PostgresVectors:
     """``VectorStore`` over one session's connection (pgvector)."""
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def put(self, model: str, vectors: Sequence[tuple[int, bytes]]) -> None:

@@ -24,7 +24,7 @@ from memorysync_local._text.analyzer import ANALYZER_VERSION, alternatives, inde
 from memorysync_local._text.attributes import attribute_words
 
 if TYPE_CHECKING:
-    from memorysync_local._storage.postgres.backend import PostgresSession
+    from memorysync_local._storage.postgres.session import PgSession
 
 # pg_advisory_lock key: one process re-indexes, the others wait and find it done.
 REINDEX_LOCK = 0x6D7379_6E63_0002
@@ -80,7 +80,7 @@ class CommonLexemes:
         self._read_at = -math.inf
         self._lock = threading.Lock()
 
-    def shares(self, session: PostgresSession) -> dict[str, float]:
+    def shares(self, session: PgSession) -> dict[str, float]:
         now = time.monotonic()
         with self._lock:
             if now - self._read_at < self.REFRESH_SECONDS:
@@ -103,7 +103,7 @@ class CommonLexemes:
 class PostgresWordIndex:
     """``WordIndex`` over one session's connection."""
 
-    def __init__(self, session: PostgresSession) -> None:
+    def __init__(self, session: PgSession) -> None:
         self._s = session
 
     def newest_matching(

@@ -58,11 +58,6 @@ class Database:
         self._pool.put(first)
 
     @property
-    def in_memory(self) -> bool:
-        """True for a ``:memory:`` database (one private connection)."""
-        return self._memory
-
-    @property
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._closed

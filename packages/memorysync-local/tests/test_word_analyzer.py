@@ -81,6 +81,53 @@ async def test_no_memory_is_recalled_for_a_word_it_only_shares_a_prefix_with(
         assert await recall(client, "one", "Who is my practitioner?") == [COLLISIONS[2][0]]
 
 
+@pytest.fixture
+def default_served(make_local_server: Any) -> Any:
+    # The server as a user gets it: recall by meaning with the shipped model, fused.
+    return make_local_server(served=True)
+
+
+# Why the shipped model still recalls them (bench/results.md item 18b): its token
+# weights come from the vocabulary's order, where 1,000 single characters come before
+# "the", so "who", "is", "my", "do", "have" keep half their weight and short questions
+# look alike. `tools/distill_model.py --reweight` fixes that (0.45 -> 0.27, 0.25 ->
+# 0.04) but was not shipped: it lost product-path and LoCoMo holdout answers.
+_SHAPE = "the shipped model's function words: 'Do I have cancer?' / the gym 0.25, floor 0.25"
+_PARTNER = "the shipped model's function words and 'partner' near 'love': cosine 0.45"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(0, marks=pytest.mark.xfail(strict=True, reason=_SHAPE)),
+        pytest.param(1, marks=pytest.mark.xfail(strict=True, reason=_PARTNER)),
+        2,
+    ],
+)
+async def test_the_collision_table_on_the_default_server(default_served: Any, row: int) -> None:
+    stored, question = COLLISIONS[row]
+    async with client_for(default_served) as client:
+        # Meaning is on: a paraphrase sharing no word with its memory is found.
+        await keep(client, "meaning", "I am lactose intolerant.")
+        assert await recall(client, "meaning", "Can I have a milkshake?") == [
+            "I am lactose intolerant."
+        ]
+        await keep(client, f"alone-{row}", stored)
+        assert await recall(client, f"alone-{row}", question) == [], question
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="with all three stored, 'I love a good party.' clears the floor for the other "
+    "questions too (0.42 for 'Do I have cancer?'): the shipped model's function words",
+)
+async def test_the_collision_table_on_the_default_server_one_user(default_served: Any) -> None:
+    async with client_for(default_served) as client:
+        await keep(client, "one", *(stored for stored, _ in COLLISIONS))
+        for _, question in COLLISIONS:
+            assert await recall(client, "one", question) == [], question
+
+
 async def test_text_without_spaces_is_found_by_a_word_inside_it(served: Any) -> None:
     async with client_for(served) as client:
         await keep(client, "zh", "我喜欢寿司和拉面。", "我每天早上喝咖啡。")

@@ -294,17 +294,29 @@ def _coded(old: _Codes | None, matrix: Any, size: int) -> _Codes:
         if old is not None:
             for mine, theirs in zip(_arrays(codes), _arrays(old), strict=True):
                 mine[:start] = theirs[:start]
-    rows = np.asarray(matrix[start:size], dtype=np.float64)
-    peak = np.abs(rows).max(axis=1)
-    # Each row its own step, so that its largest value gets code 127.
-    inverse = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    code = np.clip(np.rint(rows / inverse[:, None]), -127, 127).astype(np.int8)
-    back = code * inverse.astype(np.float64)[:, None]  # what the codes stand for
-    codes.codes[start:size] = code
-    codes.inverse[start:size] = inverse
-    codes.norms[start:size] = np.linalg.norm(back, axis=1)
-    codes.errors[start:size] = np.linalg.norm(rows - back, axis=1)
+    for low in range(start, size, _BLOCK_ROWS):
+        high = min(low + _BLOCK_ROWS, size)
+        _code_rows(matrix[low:high], codes, low)
     return _Codes(codes.codes, codes.inverse, codes.norms, codes.errors, size)
+
+
+def _code_rows(rows: Any, codes: _Codes, at: int) -> None:
+    """Write the codes of float32 ``rows`` into ``codes`` from row ``at`` on.
+
+    In float32: its rounding (about 1e-7 of each value) is far inside ``_SLACK``."""
+    np = _numpy()
+    # Each row its own step, so that its largest value gets code 127.
+    peak = np.abs(rows).max(axis=1)
+    inverse = np.where(peak > 0, peak / np.float32(127.0), np.float32(1.0)).astype(np.float32)
+    scaled = rows / inverse[:, None]
+    code = np.clip(np.rint(scaled, out=scaled), -127, 127, out=scaled).astype(np.int8)
+    back = code * inverse[:, None]  # what the codes stand for
+    rest = rows - back
+    end = at + len(rows)
+    codes.codes[at:end] = code
+    codes.inverse[at:end] = inverse
+    codes.norms[at:end] = np.sqrt(np.einsum("ij,ij->i", back, back))
+    codes.errors[at:end] = np.sqrt(np.einsum("ij,ij->i", rest, rest))
 
 
 def _arrays(codes: _Codes) -> tuple[Any, Any, Any, Any]:

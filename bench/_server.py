@@ -255,6 +255,8 @@ def print_item(
             print(
                 f"  {series.name}: p50 {series.p50:.3f} ms, p99 {series.p99:.3f} ms, n {series.n}"
             )
+        for note in section.notes:
+            print(f"  {note}")
     missed = any(row.passed is False for section in sections for row in section.rows)
     return 1 if missed else 0
 

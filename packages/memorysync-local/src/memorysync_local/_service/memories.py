@@ -292,8 +292,13 @@ def _first_admitted(
     page = max(4 * k, 20)
     for start in range(0, len(ranked), page):
         for memory, value in records(session, tenant, user_id, ranked[start : start + page]):
-            if window.admits(memory):
-                answers.setdefault(same_fact(memory.text), recalled(memory, value))
+            if not window.admits(memory):
+                continue
+            key = same_fact(memory.text)
+            if key not in answers:  # an answer is built only for a fact's first memory
+                answers[key] = recalled(memory, value)
+                if len(answers) == k:
+                    return list(answers.values())
         if len(answers) >= k:
             break
     return list(answers.values())[:k]

@@ -9,6 +9,7 @@ The records read back are built from a row by their ``from_row``, on either back
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -55,6 +56,14 @@ class MemoryLine(NamedTuple):
     text: str
     speaker: str | None = None
     position: int | None = None
+
+
+# A memory's columns in :meth:`MemoryRecord.from_values`'s order.
+MEMORY_COLUMNS = (
+    "id, tenant_id, user_id, text, kind, source, session_id, metadata, tags, importance,"
+    " origin, history_id, request_id, created_at, said_at, attribute, valid_until,"
+    " superseded_by, speaker, session_position"
+)
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,55 @@ class MemoryRecord:
             superseded_by=row["superseded_by"],
             speaker=row["speaker"],
             position=row["session_position"],
+        )
+
+    @classmethod
+    def from_values(cls, values: Sequence[Any]) -> MemoryRecord:
+        """A row's values in ``MEMORY_COLUMNS`` order, with its JSON decoded: half the
+        cost of :meth:`from_row`'s twenty lookups by name (a recall reads tens)."""
+        (
+            memory_id,
+            tenant_id,
+            user_id,
+            text,
+            kind,
+            source,
+            session_id,
+            metadata,
+            tags,
+            importance,
+            origin,
+            history_id,
+            request_id,
+            created_at,
+            said_at,
+            attribute,
+            valid_until,
+            superseded_by,
+            speaker,
+            position,
+        ) = values
+        return cls(
+            int(memory_id),
+            tenant_id,
+            user_id,
+            text,
+            kind,
+            source,
+            session_id,
+            json.loads(metadata),
+            _json_or_none(tags),
+            importance,
+            origin,
+            history_id,
+            request_id,
+            created_at,
+            said_at,
+            attribute,
+            valid_until,
+            superseded_by,
+            speaker,
+            position,
         )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memorysync_local._storage.records import (
+    MEMORY_COLUMNS,
     SAID_TIME_SQL,
     MemoryLine,
     MemoryRecord,
@@ -118,10 +119,12 @@ class SQLiteMemories:
         if user_id is not None:
             where += " AND +user_id = ?"
             params.append(user_id)
-        rows = self._conn.execute(
-            f"SELECT * FROM memories WHERE {where} ORDER BY id", params
+        cursor = self._conn.cursor()
+        cursor.row_factory = None  # plain tuples: from_values reads them by position
+        rows = cursor.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY id", params
         ).fetchall()
-        return [MemoryRecord.from_row(row) for row in rows]
+        return [MemoryRecord.from_values(row) for row in rows]
 
     def lines(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryLine]:
         """The id, session and text of the user's memories among ``ids``."""

@@ -62,16 +62,28 @@ class SQLiteWordIndex:
         """The user's newest memories matching every term: id -> indexed terms.
 
         FTS5 walks a posting list newest-first (``ORDER BY rowid DESC``) and stops at
-        ``limit``, so a common term costs no more than a rare one.
+        ``limit``, so a common term costs no more than a rare one. The owner's posting
+        list is long (every memory of the user): reading into it costs about 0.15 ms at
+        100,000 memories even when no memory holds the terms, so whether any memory of
+        anyone holds them is asked first (about 0.02 ms), and the owner only then.
         """
+        terms = [f"stems : {stem_query(q)}" for q in stems]
+        if terms and not self._held(" AND ".join(terms)):
+            return {}
         owned = f'owner : "{owner_token(tenant_id, user_id)}"'
-        expression = " AND ".join([owned, *(f"stems : {stem_query(q)}" for q in stems)])
         rows = self._conn.execute(
             "SELECT rowid, stems FROM memories_stems WHERE memories_stems MATCH ? "
             "ORDER BY rowid DESC LIMIT ?",
-            (expression, limit),
+            (" AND ".join([owned, *terms]), limit),
         ).fetchall()
         return {int(r[0]): str(r[1]) for r in rows}
+
+    def _held(self, expression: str) -> bool:
+        """Whether any memory, anyone's, matches ``expression``."""
+        found = self._conn.execute(
+            "SELECT rowid FROM memories_stems WHERE memories_stems MATCH ? LIMIT 1", (expression,)
+        ).fetchone()
+        return found is not None
 
     def indexed_rows(self) -> int:
         """The highest memory id in the index."""

@@ -132,7 +132,12 @@ def test_sign_in_find_a_fact_escape_and_delete_a_session(browser: Any, served: A
 
     # Search narrows the list; delete that one memory (confirmed).
     browser.find_element(By.ID, "search").send_keys("peanut")
-    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#memories tr.memory")) == 1)
+    # Each keystroke searches: wait for the list of the whole word (an earlier list may
+    # show one row too, and be replaced under the click).
+    wait_for(
+        browser, lambda d: d.find_element(By.ID, "memories").get_attribute("data-query") == "peanut"
+    )
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#memories tr.memory")) == 1
     browser.find_element(By.CSS_SELECTOR, "#memories tr.memory button").click()
     browser.switch_to.alert.accept()
     wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#memories tr.memory"))

@@ -111,12 +111,18 @@ async function loadUsers() {
     " turns, " + st.pending_jobs + " pending jobs";
   $("stats").dataset.memories = st.memories; $("stats").dataset.turns = st.turns;
 }
+let memoriesAsked = 0;
 async function loadMemories() {
-  const query = q({user_id: current, q: $("search").value});
-  const data = await call("GET", "/x-local/v1/memories" + query);
+  // Typing sends a search per keystroke, and answers may come back out of order: only
+  // the newest question's answer is shown (an older one would replace a newer list).
+  const asked = ++memoriesAsked;
+  const search = $("search").value;
+  const data = await call("GET", "/x-local/v1/memories" + q({user_id: current, q: search}));
+  if (asked !== memoriesAsked) return;
   $("memory-count").textContent = "(" + data.total + ")";
   $("memory-count").dataset.total = data.total;
   const body = $("memories"); body.replaceChildren();
+  body.dataset.query = search;  // what the list shows: tests wait on it
   for (const m of data.memories) {
     const row = el("tr"); row.className = "memory " + m.state; row.dataset.id = m.memory_id;
     const del = el("button", "Delete", "danger");

@@ -125,51 +125,14 @@ class MemoryRecord:
     @classmethod
     def from_values(cls, values: Sequence[Any]) -> MemoryRecord:
         """A row's values in ``MEMORY_COLUMNS`` order, with its JSON decoded: half the
-        cost of :meth:`from_row`'s twenty lookups by name (a recall reads tens)."""
-        (
-            memory_id,
-            tenant_id,
-            user_id,
-            text,
-            kind,
-            source,
-            session_id,
-            metadata,
-            tags,
-            importance,
-            origin,
-            history_id,
-            request_id,
-            created_at,
-            said_at,
-            attribute,
-            valid_until,
-            superseded_by,
-            speaker,
-            position,
-        ) = values
-        return cls(
-            int(memory_id),
-            tenant_id,
-            user_id,
-            text,
-            kind,
-            source,
-            session_id,
-            json.loads(metadata),
-            _json_or_none(tags),
-            importance,
-            origin,
-            history_id,
-            request_id,
-            created_at,
-            said_at,
-            attribute,
-            valid_until,
-            superseded_by,
-            speaker,
-            position,
-        )
+        cost of :meth:`from_row`'s twenty lookups by name (a recall reads tens).
+
+        The fields are declared in ``MEMORY_COLUMNS`` order, so the values go in as
+        they come; only the id and the two JSON columns (7, 8) are converted."""
+        memory_id, *scalars, metadata, tags = values[:9]
+        fields: list[Any] = [int(memory_id), *scalars, json.loads(metadata)]
+        fields += [_json_or_none(tags), *values[9:]]
+        return cls(*fields)
 
 
 @dataclass(frozen=True)

@@ -136,8 +136,8 @@ def test_an_extractor_declaring_none_is_given_none(db: str) -> None:
 
 def test_an_extractor_taking_the_text_alone_keeps_working(db: str) -> None:
     extractor = OneArgument()
-    # Not an ``Extractor`` to a type checker any more; still accepted when run.
-    with embedded(db, extractor=extractor) as server:  # type: ignore[arg-type]
+    # A ``TextOnlyExtractor``: the type checker accepts it, and the server adapts it.
+    with embedded(db, extractor=extractor) as server:
         tell(server, "I live in Lisbon.")
         add(server, "Prefers aisle seats.")
         assert texts(server) == ["Said I live in Lisbon", "Said Prefers aisle seats"]
@@ -146,7 +146,7 @@ def test_an_extractor_taking_the_text_alone_keeps_working(db: str) -> None:
 
 def test_an_extractor_without_features_still_gets_explicit(db: str) -> None:
     extractor = ExplicitOnly()
-    with embedded(db, extractor=extractor) as server:  # type: ignore[arg-type]
+    with embedded(db, extractor=extractor) as server:
         tell(server, "I live in Lisbon.")
         add(server, "Prefers aisle seats.")
         assert texts(server) == ["I live in Lisbon", "Prefers aisle seats"]

@@ -25,12 +25,15 @@ memorysync-local serve --db ./memorysync.db --port 8765 --api-key ms_dev
 
 from memorysync_local._embedded import EMBEDDED_BASE_URL, EmbeddedServer, embedded
 from memorysync_local._extraction.extractor import (
+    ExplicitExtractor,
     Extraction,
     Extractor,
     ExtractorFeatures,
+    ExtractorSetting,
     Fact,
     RelatedMemory,
     Retraction,
+    TextOnlyExtractor,
 )
 from memorysync_local._extraction.rules import RuleBasedExtractor
 from memorysync_local._http.app import DEV_API_KEY, create_app
@@ -42,15 +45,18 @@ __all__ = [
     "DEV_API_KEY",
     "EMBEDDED_BASE_URL",
     "EmbeddedServer",
+    "ExplicitExtractor",
     "Extraction",
     "Extractor",
     "ExtractorFeatures",
+    "ExtractorSetting",
     "Fact",
     "Plan",
     "RelatedMemory",
     "Retraction",
     "RuleBasedExtractor",
     "ServedServer",
+    "TextOnlyExtractor",
     "__version__",
     "create_app",
     "embedded",

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 import httpx
 from fastapi import FastAPI
 
-from memorysync_local._extraction.extractor import Extractor
+from memorysync_local._extraction.extractor import ExtractorSetting
 from memorysync_local._handle import ServerHandle, app_with_keys, database_argument
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._plans import DEFAULT_TENANT, Plan
@@ -53,7 +53,7 @@ def embedded(
     eval_keys: Iterable[str] = (),
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
-    extractor: Extractor | str | None = None,
+    extractor: ExtractorSetting = None,
     embedder: EmbedderSetting = DEFAULT_EMBEDDER,
 ) -> EmbeddedServer:
     """Start a server in-process over ``db_path`` and return how to reach it.

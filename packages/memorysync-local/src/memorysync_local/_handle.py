@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from fastapi import FastAPI
 
-from memorysync_local._extraction.extractor import Extractor
+from memorysync_local._extraction.extractor import ExtractorSetting
 from memorysync_local._http.app import create_app
 from memorysync_local._plans import Plan
 from memorysync_local._recall.embedder_setting import EmbedderSetting
@@ -27,7 +27,7 @@ def app_with_keys(
     eval_keys: Iterable[str],
     plans: Mapping[str, Plan] | None,
     async_extraction: bool,
-    extractor: Extractor | str | None,
+    extractor: ExtractorSetting,
     embedder: EmbedderSetting = DEFAULT_EMBEDDER,
 ) -> FastAPI:
     """The app over ``db_path`` with ``api_key`` a full key of ``tenant_id`` plus ``api_keys``."""

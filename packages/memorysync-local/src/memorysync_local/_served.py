@@ -10,7 +10,7 @@ import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memorysync_local._extraction.extractor import Extractor
+from memorysync_local._extraction.extractor import ExtractorSetting
 from memorysync_local._handle import ServerHandle, app_with_keys, database_argument
 from memorysync_local._http.app import DEV_API_KEY
 from memorysync_local._http.guard import BODY_TIMEOUT_SECONDS
@@ -143,7 +143,7 @@ def serve_in_thread(
     eval_keys: Iterable[str] = (),
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
-    extractor: Extractor | str | None = None,
+    extractor: ExtractorSetting = None,
     embedder: EmbedderSetting = DEFAULT_EMBEDDER,
 ) -> ServedServer:
     """Serve memorysync-local on ``host:port`` (default: a free loopback port) in a thread.

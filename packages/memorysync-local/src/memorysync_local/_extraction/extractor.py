@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 FactKind = Literal["identity", "relation", "preference", "constraint", "plan", "habit", "other"]
 
@@ -117,6 +117,28 @@ class Extractor(Protocol):
         """Return the facts in ``text``; must be deterministic and thread-safe."""
         ...
 
+
+class TextOnlyExtractor(Protocol):
+    """An extractor written to the first signature, ``extract(text)``: still accepted
+    (:func:`declared` adapts it), so a type checker accepts it where a server is made."""
+
+    def extract(self, text: str) -> Extraction:
+        """Return the facts in ``text``."""
+        ...
+
+
+class ExplicitExtractor(Protocol):
+    """An extractor written to the 2.x signature, ``extract(text, *, explicit=False)``,
+    with or without ``features``: still accepted, as :class:`TextOnlyExtractor`."""
+
+    def extract(self, text: str, *, explicit: bool = False) -> Extraction:
+        """Return the facts in ``text``."""
+        ...
+
+
+# What ``create_app``, ``embedded`` and ``serve`` take as their extractor: one of the
+# three shapes, or a spec ("rules", "openai[:MODEL]"), or None for the rules.
+ExtractorSetting: TypeAlias = Extractor | TextOnlyExtractor | ExplicitExtractor | str | None
 
 SIGNATURE = (
     "extract(self, text: str, *, explicit: bool = False, "

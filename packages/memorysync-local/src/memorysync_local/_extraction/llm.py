@@ -27,6 +27,7 @@ from memorysync_local._extraction.extractor import (
     Extraction,
     Extractor,
     ExtractorFeatures,
+    ExtractorSetting,
     Fact,
     RelatedMemory,
     Retraction,
@@ -177,7 +178,7 @@ def _extraction(decisions: Sequence[dict[str, Any]], known: set[int]) -> Extract
     return Extraction(facts=tuple(facts), low_value=not decisions, retractions=tuple(retractions))
 
 
-def load_extractor(setting: Extractor | str | None) -> Extractor:
+def load_extractor(setting: ExtractorSetting) -> Extractor:
     """An extractor as given (checked by ``declared``), or the one a spec names: ``rules``
     (the default) or ``openai[:MODEL]``, which reads ``OPENAI_BASE_URL`` (default
     ``https://api.openai.com/v1``) and ``OPENAI_API_KEY`` from the environment."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from memorysync_local._extraction.extractor import Extractor
+from memorysync_local._extraction.extractor import ExtractorSetting
 from memorysync_local._extraction.llm import load_extractor
 from memorysync_local._http import contract_routes, extension_routes, official_client_routes
 from memorysync_local._http.errors import install_error_handlers
@@ -43,7 +43,7 @@ def create_app(
     eval_keys: Iterable[str] = (),
     plans: Mapping[str, Plan] | None = None,
     async_extraction: bool = False,
-    extractor: Extractor | str | None = None,
+    extractor: ExtractorSetting = None,
     body_timeout: float = BODY_TIMEOUT_SECONDS,
     embedder: EmbedderSetting = None,
 ) -> FastAPI:
@@ -61,7 +61,8 @@ def create_app(
     ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
     ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
     ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
-    server recalls lexically. ``extractor`` is an ``Extractor`` or a spec, ``"rules"``
+    server recalls lexically. ``extractor`` is an ``Extractor`` (or one written to an older
+    signature: ``ExtractorSetting``) or a spec, ``"rules"``
     (the default) or ``"openai[:MODEL]"`` (the opt-in LLM extractor, which falls back
     to the rules on any failure).
 

@@ -158,10 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", help="read this key of the file first (e.g. dev)")
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     parser.add_argument("--misses", action="store_true", help="print every miss")
+    parser.add_argument(
+        "--floor", type=float, help="MIN_COSINE for this run (calibrating on dev data only)"
+    )
     args = parser.parse_args(argv)
     files = sorted(args.file.glob("*.json")) if args.file.is_dir() else [args.file]
     if not files:
         parser.error(f"no .json file in {args.file}")
+    if args.floor is not None:
+        vectors.MIN_COSINE = args.floor
     embedder = load_embedder(args.embedder)
     print(f"embedder {getattr(embedder, 'name', args.embedder)}, floor {vectors.MIN_COSINE}, k={K}")
     print()

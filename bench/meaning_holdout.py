@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         "(goal 0) | unrelated: recalled per question |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    details = []
+    details: list[str] = []
     for path in files:
         pairs = load(path, args.split)
         result = evaluate(pairs, embedder)

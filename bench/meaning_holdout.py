@@ -163,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     files = sorted(args.file.glob("*.json")) if args.file.is_dir() else [args.file]
-    if not files:
-        parser.error(f"no .json file in {args.file}")
+    if not files or not all(path.is_file() for path in files):
+        parser.error(f"no pairs file at {args.file}")
     if args.floor is not None:
         vectors.MIN_COSINE = args.floor
     embedder = load_embedder(args.embedder)

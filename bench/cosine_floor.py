@@ -13,7 +13,7 @@ The floor is chosen on ``dev`` only: the lowest floor with the best dev hit@3 (a
 higher one only drops right answers that the words do not find). ``holdout`` is
 reported beside it.
 
-    python -m bench.cosine_floor [--embedder SPEC]
+    python -m bench.cosine_floor [--embedder SPEC] [--split dev|holdout|both]
 """
 
 from __future__ import annotations
@@ -85,10 +85,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
+    parser.add_argument(
+        "--split", choices=("dev", "holdout", "both"), default="both", help="which split to run"
+    )
     args = parser.parse_args(argv)
     embedder = load_embedder(args.embedder)
     data = json.loads(PAIRS.read_text(encoding="utf-8"))
-    for split in ("dev", "holdout"):
+    for split in ("dev", "holdout") if args.split == "both" else (args.split,):
         print(f"\n{split} ({len(data[split])} turns, embedder {args.embedder}), k=3\n")
         print("| floor | hit@1 | hit@3 | unrelated recalled per question |")
         print("| ---: | ---: | ---: | ---: |")

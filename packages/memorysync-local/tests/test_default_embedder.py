@@ -131,6 +131,13 @@ def test_the_shipped_model_loads_offline_and_places_a_paraphrase_nearest(no_netw
         assert FACTS[int(cosines.argmax())] == fact, question
 
 
+def test_the_shipped_models_name_changes_with_its_weights() -> None:
+    # Stored vectors carry the embedder's name: a re-built model must re-embed them.
+    provenance = json.loads((SHIPPED_MODEL / "PROVENANCE.json").read_text(encoding="utf-8"))
+    digest = provenance["files_sha256"]["model.safetensors"][:12]
+    assert load_embedder(DEFAULT_EMBEDDER).name.endswith(f"-128d-{digest}")
+
+
 def test_embedded_with_no_option_recalls_paraphrases_by_meaning_offline(
     tmp_path: Path, no_network: None
 ) -> None:

@@ -26,9 +26,11 @@ The variant is installed by replacing the recall service's ``hybrid`` in this pr
     python -m bench.relative_floor --variant abs=0.25 --variant user=1.5
     python -m bench.relative_floor --variant pool=1.5 --product-path
     python -m bench.relative_floor --cost
+    python -m bench.relative_floor --file PAIRS.json --variant abs=0.25 --variant bg=0.5
 
-Dev data only: ``bench/data/meaning_dev/pairs.json``, ``bench/chatty_pairs.json``
-``dev``, the product path's dev users and the collision table.
+Tuned on dev data only: ``bench/data/meaning_dev/pairs.json`` (``--file``'s default),
+``bench/chatty_pairs.json`` ``dev``, the product path's dev users and the collision
+table; a held-out ``--file`` is run once, after every choice.
 """
 
 from __future__ import annotations
@@ -258,6 +260,42 @@ def cost(embedder: Any) -> list[str]:
     return lines
 
 
+def standout(embedder: Any, path: Path) -> list[str]:
+    """How far right answers and the best memory for an unrelated question stand out
+    (z-scores) among the question's cosines to the user's memories and to the background."""
+    from memorysync_local._recall.vectors import pack
+
+    from .meaning_holdout import load
+
+    np = _np()
+
+    def unit(texts: list[str]) -> Any:
+        return np.stack([np.frombuffer(pack(v), dtype=np.float32) for v in embedder.embed(texts)])
+
+    background = background_vectors(embedder)
+    lines = []
+    for name, pairs in ((path.name, load(path)), ("chatty dev", load(CHATTY, "dev"))):
+        stored = unit([m for m, _ in pairs.paraphrase] + [m for m, _ in pairs.lookalike])
+        right: dict[str, list[float]] = {"user": [], "bg": []}
+        best: dict[str, list[float]] = {"user": [], "bg": []}
+        for i, (_, question) in enumerate(pairs.paraphrase):
+            probe = unit([question])[0]
+            for key, cosines in (("user", stored @ probe), ("bg", background @ probe)):
+                right[key].append(float((stored[i] @ probe - cosines.mean()) / cosines.std()))
+        for question in pairs.unrelated:
+            probe = unit([question])[0]
+            top = float((stored @ probe).max())
+            for key, cosines in (("user", stored @ probe), ("bg", background @ probe)):
+                best[key].append(float((top - cosines.mean()) / cosines.std()))
+        for key in ("user", "bg"):
+            lines.append(
+                f"{name} ({len(stored)} memories), against {key}: right answer z median "
+                f"{np.median(right[key]):.2f} (lower quartile {np.percentile(right[key], 25):.2f});"
+                f" best memory for an unrelated question z median {np.median(best[key]):.2f}"
+            )
+    return lines
+
+
 def serve(spec: str, argv: Sequence[str]) -> int:
     """``memorysync-local`` with ``spec`` installed (the product path's child)."""
     from memorysync_local._cli import main
@@ -281,20 +319,26 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench.relative_floor", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--variant", action="append", default=[], help="e.g. user=1.5")
+    parser.add_argument(
+        "--file", type=Path, default=DEV_FILE, help="the pairs file (holdouts: once, at the end)"
+    )
     parser.add_argument("--product-path", action="store_true", help="the product path too")
     parser.add_argument("--misses", action="store_true", help="the product path's misses")
+    parser.add_argument("--standout", action="store_true", help="z-scores of right answers")
     parser.add_argument("--cost", action="store_true", help="time the statistics")
     args = parser.parse_args(argv)
     embedder = load_embedder(DEFAULT_EMBEDDER)
+    if args.standout:
+        print("\n".join(standout(embedder, args.file)))
     if args.cost:
         print("\n".join(cost(embedder)))
     for spec in args.variant:
         variant = Variant.parse(spec)
         install(variant, embedder)
-        dev = evaluate(load(DEV_FILE), embedder)
+        dev = evaluate(load(args.file), embedder)
         chatty = evaluate(load(CHATTY, "dev"), embedder)
         print(
-            f"{variant.name}: dev file {dev.hit1:.2f} / {dev.hit3:.2f}, look-alikes "
+            f"{variant.name}: {args.file.name} {dev.hit1:.2f} / {dev.hit3:.2f}, look-alikes "
             f"{dev.lookalike_recalled}, unrelated {dev.unrelated_per_question:.2f}; chatty dev "
             f"{chatty.hit1:.2f} / {chatty.hit3:.2f}, unrelated {chatty.unrelated_per_question:.2f}"
         )

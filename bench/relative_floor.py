@@ -15,7 +15,9 @@ never lower than 0.25 (the absolute floor stays as a minimum):
 - ``pool=Z``: the same over the user's memories and the background texts together, so
   the background decides for a user with one memory and the user's own texts weigh
   more as they grow;
-- ``either=Z``: ``user=Z`` from ``MIN_USER`` memories on, ``bg=Z`` below.
+- ``either=Z``: ``user=Z`` from ``MIN_USER`` memories on, ``bg=Z`` below;
+- ``cap=N`` (not a floor, for comparison): the shipped floor, and at most N of the
+  memories found by meaning alone (sharing no word with the prompt) take part.
 
 A memory whose cosine does not clear the question's floor gets no lift; above it, the
 lift is the product's (``VECTOR_WEIGHT`` x the share of the way from the floor to 1).
@@ -73,7 +75,7 @@ class Variant:
     @classmethod
     def parse(cls, spec: str) -> Variant:
         kind, _, value = spec.partition("=")
-        if kind not in ("abs", "user", "user-med", "bg", "pool", "either"):
+        if kind not in ("abs", "user", "user-med", "bg", "pool", "either", "cap"):
             raise ValueError(f"unknown variant {spec!r}")
         return cls(kind, float(value))
 
@@ -84,8 +86,8 @@ class Variant:
     def floor(self, probe: Any, matrix: Any) -> float:
         """The question's floor, given the user's vectors (rows) and the probe."""
         np = _np()
-        if self.kind == "abs":
-            return self.value
+        if self.kind in ("abs", "cap"):
+            return self.value if self.kind == "abs" else ABSOLUTE
         started = time.perf_counter()
         users = matrix @ probe if len(matrix) else np.zeros(0, dtype=np.float32)
         own = len(users) >= MIN_USER
@@ -149,6 +151,11 @@ def install(variant: Variant, embedder: Any) -> None:
             floor = variant.floor(probe, matrix)
             nearest = index.nearest(session.vectors, tenant, user_id, probe, limit)
             close = [(memory_id, cosine) for memory_id, cosine in nearest if cosine > floor]
+            if variant.kind == "cap":
+                # At most ``value`` memories that share no word with the prompt (best first).
+                worded = {memory_id for memory_id, _ in found}
+                alone = [i for i, _ in close if i not in worded][: int(variant.value)]
+                close = [(i, c) for i, c in close if i in worded or i in alone]
             # The lift is measured from the question's floor (one thread asks at a time here).
             vectors.MIN_COSINE = floor
             try:

@@ -356,12 +356,18 @@ def _candidates(codes: _Codes, dots: Any, probe: _Probe, limit: int) -> Any | No
     n = codes.size
     if n <= limit:
         return None
-    approx = dots * codes.inverse[:n] * np.float32(probe.inverse)
-    slack = codes.norms[:n] * np.float32(probe.error) + codes.errors[:n] * np.float32(probe.norm)
+    # In place where it can be (100,000 rows: each temporary array is 400 KB); the
+    # same float32 operations, in the same order, as written out plainly.
+    approx = np.multiply(dots, codes.inverse[:n])
+    approx *= np.float32(probe.inverse)
+    slack = np.multiply(codes.norms[:n], np.float32(probe.error))
+    slack += np.multiply(codes.errors[:n], np.float32(probe.norm))
     slack += np.float32(_SLACK)
-    lowest = approx - slack
-    floor = np.partition(lowest, n - limit)[n - limit]  # the limit-th best lowest cosine
-    rows = np.flatnonzero(approx + slack >= floor)
+    lowest = np.subtract(approx, slack)
+    lowest.partition(n - limit)
+    floor = lowest[n - limit]  # the limit-th best lowest cosine
+    approx += slack
+    rows = np.flatnonzero(approx >= floor)
     # Too many left to gain from gathering them: the exact product over every row.
     return None if 2 * len(rows) > n else rows
 

@@ -6,6 +6,9 @@
   owner's postings: a term nobody holds, a term only another user holds and a pair held
   only apart must all still find what they found before (nothing), and a held term its
   memories, newest first.
+- It then reads the newest matches of anyone, with their owner, and answers from them
+  when they are all the user's or fewer than asked; another user's newer matches among
+  them send it to the owner's postings: the user's newest matches either way.
 """
 
 from __future__ import annotations
@@ -87,3 +90,24 @@ def test_the_word_index_finds_the_same_with_its_first_question(storage: Storage)
         assert words.newest_matching(T, ANA, [cello], 10) == {}  # only Bo's memory holds it
         assert words.newest_matching(T, ANA, [lisbon_stem, kayak], 10) == {}  # held apart
         assert len(words.newest_matching(T, BO, [cello], 10)) == 1
+
+
+def test_the_word_index_finds_the_users_newest_among_other_users_matches(
+    storage: Storage,
+) -> None:
+    with storage.write() as s:
+        first = s.memories.insert(_memory("Lives in Lisbon"))
+        second = s.memories.insert(_memory("Takes the Lisbon trams"))
+        theirs = s.memories.insert(_memory("Visits Lisbon", user=BO))
+        third = s.memories.insert(_memory("Knows a Lisbon bakery"))
+    [lisbon] = query_stems("Lisbon")
+    with storage.read() as s:
+        words = s.words
+        assert list(words.newest_matching(T, ANA, [lisbon], 1)) == [third]  # all Ana's
+        # The two newest matches are Ana's and Bo's: Ana's two newest are still found.
+        assert list(words.newest_matching(T, ANA, [lisbon], 2)) == [third, second]
+        found = words.newest_matching(T, ANA, [lisbon], 10)  # fewer than asked
+        assert list(found) == [third, second, first]
+        assert found[third] == words.newest_matching(T, ANA, [lisbon], 1)[third]
+        assert list(words.newest_matching(T, BO, [lisbon], 1)) == [theirs]
+        assert list(words.newest_matching(T, BO, [lisbon], 10)) == [theirs]

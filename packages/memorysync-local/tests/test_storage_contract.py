@@ -346,6 +346,35 @@ def test_a_superseded_memory_leaves_the_current_window_not_the_history(
         assert s.memories.current_on_attribute(T, ANA, "residence", besides=new) == []
 
 
+def test_stamps_are_the_users_texts_and_times_by_id_what_a_window_reads(
+    storage: Storage,
+) -> None:
+    old, new, theirs = insert(
+        storage,
+        memory("Lives in Lisbon", attribute="residence", second=10),
+        memory("Lives in Porto", attribute="residence", second=70),
+        memory("Lives in Faro", user=BO),
+    )
+    with storage.write() as s:
+        s.memories.close([old], at(70), new)
+    with storage.read() as s:
+        stamps = s.memories.stamps([new, theirs, 10**9, old], T, ANA)
+        assert stamps == [
+            (old, "Lives in Lisbon", at(10), at(10), at(70)),
+            (new, "Lives in Porto", at(70), at(70), None),
+        ]
+        assert [stamp.id for stamp in stamps] == [old, new]
+        assert s.memories.stamps([], T, ANA) == []
+        # A stamp is admitted by a window as its whole record is.
+        records = s.memories.by_ids([old, new])
+        for window in (ReadWindow(), ReadWindow(history=True), ReadWindow(since=at(60))):
+            assert [window.admits(x) for x in stamps] == [window.admits(m) for m in records]
+        assert [ReadWindow(history=True, until=at(60)).admits(x) for x in stamps] == [
+            True,
+            False,
+        ]
+
+
 def test_a_window_selects_by_when_a_memory_was_said(storage: Storage) -> None:
     early, late = insert(storage, memory("Likes jazz", second=10), memory("Has a cat", second=70))
     with storage.read() as s:

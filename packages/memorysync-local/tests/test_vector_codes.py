@@ -13,9 +13,12 @@ import pytest
 np = pytest.importorskip("numpy")
 pytest.importorskip("numkong")
 
+from memorysync_local._recall import vector_index  # noqa: E402
 from memorysync_local._recall.vector_index import (  # noqa: E402
     VectorIndex,
+    _code_products,
     _coded,
+    _Probe,
     _Products,
     _Ticket,
 )
@@ -173,3 +176,25 @@ def test_codes_follow_appends_deletions_replaced_vectors_and_erasure(storage: St
     assert _answers(storage, coded, probe, 10) == []
     again = _store(storage, [probe])
     assert same() == [(again[0], pytest.approx(1.0, abs=1e-5))]
+
+
+def test_packed_blocks_give_the_codes_exact_products_and_follow_appends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Blocks of 700 rows: 2,500 rows are three packed blocks and 400 rows through cdist.
+    monkeypatch.setattr(vector_index, "_PACK_ROWS", 700)
+    matrix = _collection(seed=8)
+    probes = [_Probe.of(probe) for probe in _probes(matrix, seed=9)[:3]]
+
+    def exact(codes: Any) -> Any:
+        rows = codes.codes[: codes.size].astype(np.int64)
+        return np.stack([rows @ probe.codes.astype(np.int64) for probe in probes])
+
+    codes = _coded(None, matrix, 2500)
+    assert len(codes.packed) == 3
+    np.testing.assert_array_equal(_code_products(codes, probes), exact(codes))
+    # Appended rows: the packed blocks are kept, one more packed when it fills.
+    grown = _coded(codes, matrix, 3000)
+    assert len(grown.packed) == 4
+    assert grown.packed[:3] == codes.packed
+    np.testing.assert_array_equal(_code_products(grown, probes), exact(grown))

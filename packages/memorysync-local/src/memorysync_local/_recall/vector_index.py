@@ -55,6 +55,11 @@ DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _USER_LOCKS = 64
 # Rows of a block when several probes share a product: 1 MB of 128-dimension vectors.
 _BLOCK_ROWS = 2048
+# Codes are packed for NumKong's matrix kernels (``dots_pack``) in blocks of this many
+# rows (1 MB at 128 dimensions): a packed block reads about twice as fast as ``cdist``
+# over the same codes, and 20 probes together about five times as fast. A block is
+# packed once, when it is full; the rows after the last full one go through ``cdist``.
+_PACK_ROWS = 8192
 # From this many rows, a user's search starts with a pass over int8 codes: below it,
 # the float32 product reads little (2.5 MB at 128 dimensions) and codes would not pay.
 QUANTIZE_FROM = 10_000
@@ -95,11 +100,14 @@ class _Codes:
     norms: Any  # float32 (capacity)
     errors: Any  # float32 (capacity)
     size: int
+    # Full blocks of ``_PACK_ROWS`` codes from row 0, each packed (``dots_pack``).
+    packed: tuple[Any, ...] = ()
 
     @property
     def nbytes(self) -> int:
         arrays = (self.codes, self.inverse, self.norms, self.errors)
-        return int(sum(array.nbytes for array in arrays))
+        packed = sum(int(block.nbytes) for block in self.packed)
+        return int(sum(array.nbytes for array in arrays)) + packed
 
 
 class VectorIndex:
@@ -290,14 +298,28 @@ def _coded(old: _Codes | None, matrix: Any, size: int) -> _Codes:
         # Grow by a quarter, as the matrix does.
         capacity = max(size, (len(old.codes) if old else 0) * 5 // 4, 64)
         inverse, norms, errors = (np.zeros(capacity, dtype=np.float32) for _ in range(3))
-        codes = _Codes(np.zeros((capacity, width), dtype=np.int8), inverse, norms, errors, 0)
+        packed = old.packed if old is not None else ()
+        codes = _Codes(
+            np.zeros((capacity, width), dtype=np.int8), inverse, norms, errors, 0, packed
+        )
         if old is not None:
             for mine, theirs in zip(_arrays(codes), _arrays(old), strict=True):
                 mine[:start] = theirs[:start]
     for low in range(start, size, _BLOCK_ROWS):
         high = min(low + _BLOCK_ROWS, size)
         _code_rows(matrix[low:high], codes, low)
-    return _Codes(codes.codes, codes.inverse, codes.norms, codes.errors, size)
+    return _Codes(codes.codes, codes.inverse, codes.norms, codes.errors, size, _packed(codes, size))
+
+
+def _packed(codes: _Codes, size: int) -> tuple[Any, ...]:
+    """``codes.packed`` and the blocks of the first ``size`` rows that are now full,
+    each packed (a copy: later growth of the arrays leaves it as it is)."""
+    import numkong  # deferred: only users past ``quantize_from`` rows need it
+
+    blocks = list(codes.packed)
+    for low in range(len(blocks) * _PACK_ROWS, size - _PACK_ROWS + 1, _PACK_ROWS):
+        blocks.append(numkong.dots_pack(codes.codes[low : low + _PACK_ROWS]))
+    return tuple(blocks)
 
 
 def _code_rows(rows: Any, codes: _Codes, at: int) -> None:
@@ -334,12 +356,18 @@ def _candidates(codes: _Codes, dots: Any, probe: _Probe, limit: int) -> Any | No
     n = codes.size
     if n <= limit:
         return None
-    approx = dots * codes.inverse[:n] * np.float32(probe.inverse)
-    slack = codes.norms[:n] * np.float32(probe.error) + codes.errors[:n] * np.float32(probe.norm)
+    # In place where it can be (100,000 rows: each temporary array is 400 KB); the
+    # same float32 operations, in the same order, as written out plainly.
+    approx = np.multiply(dots, codes.inverse[:n])
+    approx *= np.float32(probe.inverse)
+    slack = np.multiply(codes.norms[:n], np.float32(probe.error))
+    slack += np.multiply(codes.errors[:n], np.float32(probe.norm))
     slack += np.float32(_SLACK)
-    lowest = approx - slack
-    floor = np.partition(lowest, n - limit)[n - limit]  # the limit-th best lowest cosine
-    rows = np.flatnonzero(approx + slack >= floor)
+    lowest = np.subtract(approx, slack)
+    lowest.partition(n - limit)
+    floor = lowest[n - limit]  # the limit-th best lowest cosine
+    approx += slack
+    rows = np.flatnonzero(approx >= floor)
     # Too many left to gain from gathering them: the exact product over every row.
     return None if 2 * len(rows) > n else rows
 
@@ -371,8 +399,15 @@ def _code_products(codes: _Codes, probes: Sequence[_Probe]) -> Any:
 
     np = _numpy()
     coded = np.stack([probe.codes for probe in probes])
-    found = numkong.cdist(coded, codes.codes[: codes.size], metric="dot", out_dtype="float32")
-    return np.asarray(found)
+    found = np.empty((len(probes), codes.size), dtype=np.float32)
+    for number, block in enumerate(codes.packed):
+        low = number * _PACK_ROWS
+        found[:, low : low + _PACK_ROWS] = numkong.dots_packed(coded, block)  # int32
+    tail = len(codes.packed) * _PACK_ROWS
+    if tail < codes.size:
+        rest = codes.codes[tail : codes.size]
+        found[:, tail:] = numkong.cdist(coded, rest, metric="dot", out_dtype="float32")
+    return found
 
 
 @dataclass

@@ -39,6 +39,7 @@ from memorysync_local._storage.records import (
     MemoryLine,
     MemoryRecord,
     MemorySelection,
+    MemoryStamp,
     NewMemory,
     NewTurn,
     ReadWindow,
@@ -177,6 +178,11 @@ class MemoryTable(Protocol):
     def lines(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryLine]:
         """The id, session and text of the user's memories among ``ids``, by id
         ascending: what recall's ranking reads, for many candidates, cheaply."""
+        ...
+
+    def stamps(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryStamp]:
+        """The id, text and times of the user's memories among ``ids``, by id ascending:
+        what recall chooses its answers by (no JSON column decoded)."""
         ...
 
     def at_positions(

@@ -58,6 +58,20 @@ class MemoryLine(NamedTuple):
     position: int | None = None
 
 
+class MemoryStamp(NamedTuple):
+    """A memory's id and text with the times a :class:`ReadWindow` reads: what recall
+    needs to choose its answers before it reads their whole records."""
+
+    id: int
+    text: str
+    created_at: str
+    said_at: str | None
+    valid_until: str | None
+
+
+# MemoryStamp's columns, in its order.
+STAMP_COLUMNS = "id, text, created_at, said_at, valid_until"
+
 # A memory's columns in :meth:`MemoryRecord.from_values`'s order.
 MEMORY_COLUMNS = (
     "id, tenant_id, user_id, text, kind, source, session_id, metadata, tags, importance,"
@@ -311,7 +325,7 @@ class ReadWindow:
     since: str | None = None
     until: str | None = None
 
-    def admits(self, memory: MemoryRecord) -> bool:
+    def admits(self, memory: MemoryRecord | MemoryStamp) -> bool:
         """Whether one memory is inside this window."""
         if not self.history and memory.valid_until is not None:
             return False

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 from memorysync_local._storage.postgres.word_index import memory_stems
 from memorysync_local._storage.records import (
     SAID_TIME_SQL,
+    STAMP_COLUMNS,
     MemoryLine,
     MemoryRecord,
     MemorySelection,
+    MemoryStamp,
     NewMemory,
     ReadWindow,
     Revision,
@@ -131,6 +133,21 @@ class PostgresMemories:
             "id = ANY(%s) AND tenant_id = %s AND user_id = %s ORDER BY id",
             [list(ids), tenant_id, user_id],
         )
+
+    def stamps(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryStamp]:
+        if not ids:
+            return []
+        rows = self._s.conn.execute(
+            f"SELECT {STAMP_COLUMNS} FROM memories"
+            " WHERE id = ANY(%s) AND tenant_id = %s AND user_id = %s ORDER BY id",
+            [list(ids), tenant_id, user_id],
+        ).fetchall()
+        return [
+            MemoryStamp(
+                row["id"], row["text"], row["created_at"], row["said_at"], row["valid_until"]
+            )
+            for row in rows
+        ]
 
     def at_positions(
         self, tenant_id: str, user_id: str, places: Sequence[tuple[str, int]]

@@ -14,9 +14,11 @@ from typing import Any
 from memorysync_local._storage.records import (
     MEMORY_COLUMNS,
     SAID_TIME_SQL,
+    STAMP_COLUMNS,
     MemoryLine,
     MemoryRecord,
     MemorySelection,
+    MemoryStamp,
     NewMemory,
     ReadWindow,
     Revision,
@@ -136,6 +138,19 @@ class SQLiteMemories:
             [*ids, tenant_id, user_id],
         ).fetchall()
         return [MemoryLine(*row) for row in rows]
+
+    def stamps(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryStamp]:
+        """The id, text and times of the user's memories among ``ids``."""
+        if not ids:
+            return []
+        cursor = self._conn.cursor()
+        cursor.row_factory = None  # plain tuples, in MemoryStamp's order
+        rows = cursor.execute(
+            f"SELECT {STAMP_COLUMNS} FROM memories WHERE id IN ({_marks(len(ids))})"
+            " AND +tenant_id = ? AND +user_id = ? ORDER BY id",  # "+": see by_ids
+            [*ids, tenant_id, user_id],
+        ).fetchall()
+        return [MemoryStamp._make(row) for row in rows]
 
     def at_positions(
         self, tenant_id: str, user_id: str, places: Sequence[tuple[str, int]]

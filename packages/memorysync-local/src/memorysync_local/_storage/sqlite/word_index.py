@@ -63,27 +63,42 @@ class SQLiteWordIndex:
 
         FTS5 walks a posting list newest-first (``ORDER BY rowid DESC``) and stops at
         ``limit``, so a common term costs no more than a rare one. The owner's posting
-        list is long (every memory of the user): reading into it costs about 0.15 ms at
-        100,000 memories even when no memory holds the terms, so whether any memory of
-        anyone holds them is asked first (about 0.02 ms), and the owner only then.
+        list is long (every memory of the user): walking it beside the terms' costs
+        about 0.25 ms at 100,000 memories. So the newest match of anyone is read first,
+        with its owner (about 0.07 ms): none, and nothing matches; another user's, and
+        the owner's list is walked as before (a database of many users). The user's
+        (a user who holds most of the index): the newest ``limit`` matches of anyone
+        are read (about 0.08 ms); when every one is the user's, or there are fewer than
+        ``limit``, they are the answer, with no walk; otherwise the walk.
         """
         terms = [f"stems : {stem_query(q)}" for q in stems]
-        if terms and not self._held(" AND ".join(terms)):
-            return {}
-        owned = f'owner : "{owner_token(tenant_id, user_id)}"'
+        token = owner_token(tenant_id, user_id)
+        if terms:
+            expression = " AND ".join(terms)
+            first = self._newest(expression, 1)
+            if not first:
+                return {}
+            if first[0][2] == token:
+                newest = first if limit == 1 else self._newest(expression, limit)
+                mine = {int(r[0]): str(r[1]) for r in newest if r[2] == token}
+                if len(mine) == limit or len(newest) < limit:
+                    return mine
         rows = self._conn.execute(
             "SELECT rowid, stems FROM memories_stems WHERE memories_stems MATCH ? "
             "ORDER BY rowid DESC LIMIT ?",
-            (" AND ".join([owned, *terms]), limit),
+            (" AND ".join([f'owner : "{token}"', *terms]), limit),
         ).fetchall()
         return {int(r[0]): str(r[1]) for r in rows}
 
-    def _held(self, expression: str) -> bool:
-        """Whether any memory, anyone's, matches ``expression``."""
-        found = self._conn.execute(
-            "SELECT rowid FROM memories_stems WHERE memories_stems MATCH ? LIMIT 1", (expression,)
-        ).fetchone()
-        return found is not None
+    def _newest(self, expression: str, limit: int) -> list[tuple[int, str, str]]:
+        """The newest ``limit`` memories of anyone matching ``expression``: (id,
+        indexed terms, owner token)."""
+        rows: list[tuple[int, str, str]] = self._conn.execute(
+            "SELECT rowid, stems, owner FROM memories_stems WHERE memories_stems MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?",
+            (expression, limit),
+        ).fetchall()
+        return rows
 
     def indexed_rows(self) -> int:
         """The highest memory id in the index."""

@@ -57,8 +57,8 @@ class _Delays(dict[str, float]):
         super().__setitem__(key, value)
         self._push()
 
-    def update(self, *args: object, **kwargs: float) -> None:  # type: ignore[override]
-        super().update(*args, **kwargs)  # type: ignore[arg-type]
+    def update(self, *args: object, **kwargs: float) -> None:
+        super().update(*args, **kwargs)
         self._push()
 
     def clear(self) -> None:

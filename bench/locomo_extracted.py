@@ -54,8 +54,7 @@ def extracted(make_app: Callable[[str], Any]) -> Ranker:
         headers = {"X-API-Key": API_KEY}
         listing = f"/v1/memory/local/{user}/list"
         turn_of: dict[int, str] = {}
-        for dia_id, line in conversation.turns:
-            speaker, _, text = line.partition(": ")
+        for dia_id, speaker, text in conversation.turns:
             session = dia_id.split(":")[0]
             said: dict[str, object] = {
                 "tenant_id": "local",

@@ -40,7 +40,7 @@ import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ def expand(alternative: str, today: date) -> tuple[str, ...]:
 
 def load(path: Path = DATA, today: date | None = None) -> list[User]:
     """The users of ``conversations.txt`` (see the data folder's README)."""
-    today = today or datetime.now(UTC).date()
+    today = today or datetime.now(timezone.utc).date()
     users: list[User] = []
     for raw in path.read_text(encoding="utf-8").splitlines():
         line = raw.strip()
@@ -143,7 +143,7 @@ def load(path: Path = DATA, today: date | None = None) -> list[User]:
                 tuple(a for alt in group.split("/") for a in expand(alt.strip(), today))
                 for group in answers.split(";")
             )
-            stale = ()
+            stale: tuple[str, ...] = ()
             if extra:
                 stale = tuple(s.strip() for s in extra[0].removeprefix("stale:").split("/"))
             users[-1].questions.append(Question(band, text, groups, stale))

@@ -129,6 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", type=int, default=DIMS)
     parser.add_argument("--sif", type=float, default=SIF)
     parser.add_argument("--max-texts", type=int, default=MAX_TEXTS)
+    parser.add_argument(
+        "--target-scale",
+        type=float,
+        default=1.0,
+        help="multiply the teacher's unit vectors by this before the fit (see below)",
+    )
     parser.add_argument("--rate", action="store_true", help="time the teacher on 1,000 texts")
     args = parser.parse_args(argv)
 
@@ -160,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     start = distill(
         str(teacher), pca_dims=None, sif_coefficient=None, device="cpu", quantize_to="float32"
     )
+    # tokenlearn stops when the held-back loss gains less than 1e-4 (absolute) over five
+    # checks: with unit targets the loss is about 1e-3 and the fit stops after a few
+    # epochs; potion's targets are unnormalised means, so a scale restores that regime.
+    targets = targets * args.target_scale
     held_back = len(texts) // 10
     train = TextDataset(texts[:-held_back], torch.from_numpy(targets[:-held_back]), start.tokenizer)
     val = TextDataset(texts[-held_back:], torch.from_numpy(targets[-held_back:]), start.tokenizer)
@@ -167,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         train_dataset=train, validation_dataset=val, model=start, device="cpu"
     )
     vectors = np.asarray(fitted.embedding, dtype=np.float64)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(CACHE / f"fitted-{args.target_scale:g}.npy", vectors)  # for post-processing trials
 
     # PCA and SIF as the shipped model (model2vec's distill does these two steps).
     vectors = apply_pca(vectors, args.dims)
@@ -210,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             " WordNet licence) + tools/distill_background.txt less benchmark/test lines",
             "corpus_texts": len(texts),
             "corpus_sha256": corpus_digest,
+            "target_scale": args.target_scale,
         },
         "built_with": {
             name: version(name)

@@ -52,3 +52,23 @@ def test_serve_otel_says_what_it_exports_or_why_not() -> None:
         text=True,
     )
     assert "--otel" in help_text.stdout or "--otel" in help_text.stderr
+
+
+async def test_a_recall_answered_past_fastapis_routing_is_still_a_named_span(otel: Any) -> None:
+    # An ordinary recall is answered from the guard (_http/fast_recall.py): the span
+    # must still be there, named by its route.
+    app = create_app(":memory:", api_keys={KEY: "local"}, embedder="none")
+    assert _otel.instrument(app)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://local.test") as client:
+        answer = await client.post(
+            "/v1/memory/recall",
+            json={"tenant_id": "local", "user_id": "alice", "prompt": "where do I live?"},
+            headers={"X-API-Key": KEY},
+        )
+    assert answer.status_code == 200
+    server = [s for s in otel.spans() if s.kind.name == "SERVER"]
+    assert len(server) == 1
+    assert server[0].attributes["http.route"] == "/v1/memory/recall"
+    assert server[0].attributes["http.status_code"] == 200
+    app.state.store.close()

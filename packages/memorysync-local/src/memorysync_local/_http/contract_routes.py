@@ -33,6 +33,7 @@ from memorysync_local._http.models import (
 )
 from memorysync_local._plans import Caller
 from memorysync_local._recall.context import render_context
+from memorysync_local._service.store import Store
 from memorysync_local._storage.records import ReadWindow
 from memorysync_local._version import __version__
 
@@ -105,8 +106,18 @@ def add_turn(body: AddTurnBody, who: Auth, store: AppStore) -> Response:
 def recall(body: RecallBody, who: Auth, store: AppStore) -> Response:
     """The user's most relevant memories, and a grouped, prompt-ready context block."""
     _own(who, body.tenant_id)
-    started = time.perf_counter()
     if reads_blocked(store, who):
+        return recall_answer(body, who, store, blocked=True)
+    return recall_answer(body, who, store)
+
+
+def recall_answer(
+    body: RecallBody, who: Caller, store: Store, *, blocked: bool = False
+) -> Response:
+    """The recall route's answer for a caller of the body's tenant (``blocked``: a free
+    key over its limit, answered empty). ``fast_recall`` answers with it too."""
+    started = time.perf_counter()
+    if blocked:
         memories: list[dict[str, Any]] = []
     else:
         memories = store.search(

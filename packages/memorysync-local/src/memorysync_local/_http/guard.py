@@ -30,6 +30,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memorysync_local._http import fast_recall
 from memorysync_local._http.dependencies import UNAUTHORIZED, find_caller
 from memorysync_local._plans import KeyRing
 
@@ -115,7 +116,7 @@ class GuardMiddleware:
             return await receive()
 
         try:
-            await self.app(scope, receive_body, send_with_id)
+            await self._to_app(scope, body, receive_body, send_with_id)
         except Exception:
             # The route's template, never the path: it may carry an id or a key.
             logger.exception("unhandled error on %s %s", scope.get("method"), route_template(scope))
@@ -123,6 +124,16 @@ class GuardMiddleware:
                 await _send_json(
                     send_with_id, 500, {"detail": "internal error in memorysync-local"}
                 )
+
+    async def _to_app(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """The app's answer; an ordinary recall's from ``fast_recall`` (the same bytes,
+        without FastAPI's routing and dependency solving)."""
+        if fast_recall.wanted(scope):
+            fast = await fast_recall.answer(scope, self.keys, body)
+            if fast is not None:
+                await fast(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
     def _key_refusal(self, scope: Scope) -> str | None:
         """The 401 answer's detail when the request's key is missing or unknown, else None."""

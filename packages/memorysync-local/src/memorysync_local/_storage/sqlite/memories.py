@@ -132,12 +132,14 @@ class SQLiteMemories:
         """The id, session and text of the user's memories among ``ids``."""
         if not ids:
             return []
-        rows = self._conn.execute(
+        cursor = self._conn.cursor()
+        cursor.row_factory = None  # plain tuples, in MemoryLine's order
+        rows = cursor.execute(
             f"SELECT {_LINE} FROM memories WHERE id IN ({_marks(len(ids))})"
             " AND +tenant_id = ? AND +user_id = ? ORDER BY id",  # "+": see by_ids
             [*ids, tenant_id, user_id],
         ).fetchall()
-        return [MemoryLine(*row) for row in rows]
+        return [MemoryLine._make(row) for row in rows]
 
     def stamps(self, ids: Sequence[int], tenant_id: str, user_id: str) -> list[MemoryStamp]:
         """The id, text and times of the user's memories among ``ids``."""

@@ -24,7 +24,9 @@ Tried on dev, not shipped (``bench/results.md`` 18f): with unit targets (the def
 tokenlearn 0.2.1's absolute early stop (1e-4) ends the fit within a few epochs;
 ``--target-scale 10`` fits for real (unrelated chatty pairs 0.32 -> 0.13) and was better
 on most dev figures, but not on all at the floor ``bench.cosine_floor`` picks, and it
-recalls two wrong memories that the tests exclude. The teacher's vectors are cached
+recalls two wrong memories that the tests exclude. ``--keep-best`` (18h, candidate 3)
+keeps the epoch with the lowest held-back loss rather than the last: a little better on
+dev, the same floor question. The teacher's vectors are cached
 in ``/tmp/train_model_cache`` by corpus digest; ``--rate`` times the teacher.
 
 Runs in the distill venv (see ``tools/distill_model.py``) with ``tokenlearn==0.2.1``

@@ -159,6 +159,33 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def save_kept(static: Any, out: Path, **config_values: Any) -> None:
+    """Save ``static``'s kept files into ``out`` (through a staging folder), with
+    ``config_values`` set in its ``config.json``."""
+    staging = out.with_name(out.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    static.save_pretrained(str(staging))
+    out.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        shutil.copyfile(staging / name, out / name)
+    # model2vec records the teacher's folder, a path on the building machine: name it instead.
+    config_path = out / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["tokenizer_name"] = TEACHER
+    config.update(config_values)
+    config_path.write_text(json.dumps(config, indent=4) + "\n", encoding="utf-8")
+    shutil.rmtree(staging)
+
+
+def write_provenance(out: Path, provenance: dict[str, Any], built: str) -> None:
+    """Write ``PROVENANCE.json`` (``provenance`` and the kept files' SHA-256, last) into
+    ``out``, and say what was written (``built``: how, for the message)."""
+    provenance["files_sha256"] = {name: _sha256(out / name) for name in KEPT}
+    (out / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
+    size = sum((out / name).stat().st_size for name in KEPT)
+    print(f"wrote {out} ({size / 1e6:.1f} MB, {built})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dims", type=int, default=DIMS, help=f"PCA dimensions (default {DIMS})")
@@ -206,19 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             static.embedding = centre(static, background_texts(), args.centre)
     seconds = time.perf_counter() - started
 
-    staging = args.out.with_name(args.out.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    static.save_pretrained(str(staging))
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in KEPT:
-        shutil.copyfile(staging / name, args.out / name)
-    # model2vec records the teacher's folder, a path on the building machine: name it instead.
-    config_path = args.out / "config.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    config["tokenizer_name"] = TEACHER
-    config["sif_coefficient"] = args.sif
-    config_path.write_text(json.dumps(config, indent=4) + "\n", encoding="utf-8")
-    shutil.rmtree(staging)
+    save_kept(static, args.out, sif_coefficient=args.sif)
 
     provenance = {
         "teacher": TEACHER,
@@ -252,13 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
         },
         "script": "tools/distill_model.py",
-        "files_sha256": {name: _sha256(args.out / name) for name in KEPT},
     }
-    (args.out / "PROVENANCE.json").write_text(
-        json.dumps(provenance, indent=2) + "\n", encoding="utf-8"
-    )
-    size = sum((args.out / name).stat().st_size for name in KEPT)
-    print(f"wrote {args.out} ({size / 1e6:.1f} MB, {args.dims} dims) in {seconds:.0f} s")
+    write_provenance(args.out, provenance, f"{args.dims} dims in {seconds:.0f} s")
     return 0
 
 

@@ -39,12 +39,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import platform
 import random
 import re
-import shutil
 import sys
 import time
 from importlib.metadata import version
@@ -57,7 +55,14 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from distill_model import KEPT, OUT, TEACHER, TEACHER_PACKAGE, _sha256  # noqa: E402
+from distill_model import (  # noqa: E402
+    OUT,
+    TEACHER,
+    TEACHER_PACKAGE,
+    _sha256,
+    save_kept,
+    write_provenance,
+)
 
 WORDNET = Path("/usr/share/wordnet")
 BACKGROUND = ROOT / "tools" / "distill_background.txt"
@@ -228,17 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     seconds = time.perf_counter() - started
 
-    staging = args.out.with_name(args.out.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    static.save_pretrained(str(staging))
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in KEPT:
-        shutil.copyfile(staging / name, args.out / name)
-    config_path = args.out / "config.json"
-    saved = json.loads(config_path.read_text(encoding="utf-8"))
-    saved["tokenizer_name"] = TEACHER
-    config_path.write_text(json.dumps(saved, indent=4) + "\n", encoding="utf-8")
-    shutil.rmtree(staging)
+    save_kept(static, args.out)
 
     corpus_digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
     provenance = {
@@ -268,13 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         | {"python": platform.python_version()},
         "script": "tools/train_model.py",
-        "files_sha256": {name: _sha256(args.out / name) for name in KEPT},
     }
-    (args.out / "PROVENANCE.json").write_text(
-        json.dumps(provenance, indent=2) + "\n", encoding="utf-8"
-    )
-    size = sum((args.out / name).stat().st_size for name in KEPT)
-    print(f"wrote {args.out} ({size / 1e6:.1f} MB, {args.dims} dims) in {seconds:.0f} s")
+    write_provenance(args.out, provenance, f"{args.dims} dims in {seconds:.0f} s")
     return 0
 
 

@@ -3,32 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ipaddress
 import logging
 import os
-import re
 import secrets
-import signal
 import sys
 from collections.abc import Sequence
-from types import FrameType
-from urllib.parse import unquote
 
-import uvicorn
+from fastapi import FastAPI
 
 from memorysync_local._cli.data_commands import DATA_COMMANDS, add_data_commands, run_data_command
 from memorysync_local._cli.migrate_command import add_migrate_command, run_migrate
+from memorysync_local._cli.serving import ServeSettings, run_uvicorn
+from memorysync_local._cli.workers import prepare, serve_workers
 from memorysync_local._http.app import create_app
-from memorysync_local._http.header_timeout import header_timeout_protocol
 from memorysync_local._http.otel import instrument, start_sdk
-from memorysync_local._http.worker_threads import WorkerThreads
-from memorysync_local._plans import DEFAULT_TENANT, Plan
+from memorysync_local._plans import DEFAULT_TENANT, KeyRing, Plan
 from memorysync_local._recall.embedder_setting import load_embedder
 from memorysync_local._recall.embedding import DEFAULT_EMBEDDER, Embedder, EmbedderUnavailable
 from memorysync_local._served import bind_socket
 from memorysync_local._storage.errors import StorageError
-from memorysync_local._storage.target import shown
+from memorysync_local._storage.target import is_private_memory, shown
 from memorysync_local._version import __version__
 
 ENV_KEYS = "MEMORYSYNC_LOCAL_API_KEYS"
@@ -119,6 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
         "gpt-4o-mini), with the rules taking over on any failure",
     )
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serving processes, all on one socket and one database (default 1): a recall "
+        "runs on one CPU in one process, so N processes answer up to N at once; the "
+        "start-up work is done once, before they start (a file or PostgreSQL, not "
+        "':memory:'; see docs/local-server.md)",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -182,36 +187,6 @@ def _embedder(spec: str) -> Embedder | None:
         return None
 
 
-# A path segment shaped like a MemorySync key (ms_ and at least 12 more characters).
-_KEY_SHAPED = re.compile(r"ms_[A-Za-z0-9_\-]{12,}")
-
-
-class _ScrubbedPaths(logging.Filter):
-    """Keeps keys out of uvicorn's access log: a client may put one in the URL.
-
-    The query string is dropped, and a path segment that holds one of the server's
-    keys, or is shaped like a key (``ms_...``), is replaced by ``<key omitted>``.
-    """
-
-    def __init__(self, keys: Sequence[str]) -> None:
-        super().__init__()
-        self._keys = [k for k in keys if k]
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
-            path, sep, _ = args[2].partition("?")
-            shown = "/".join(self._segment(part) for part in path.split("/"))
-            record.args = (*args[:2], shown + ("?<query omitted>" if sep else ""), *args[3:])
-        return True
-
-    def _segment(self, part: str) -> str:
-        plain = unquote(part)
-        if _KEY_SHAPED.search(plain) or any(key in plain for key in self._keys):
-            return "<key omitted>"
-        return part
-
-
 def _parse_plans(values: Sequence[str]) -> dict[str, Plan]:
     plans: dict[str, Plan] = {}
     for value in values:
@@ -231,7 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         return run_migrate(args)
     env_keys = [k for k in os.environ.get(ENV_KEYS, "").split(",") if k.strip()]
+    app: FastAPI | None = None
     try:
+        workers = _workers(args)
         file_keys = [entry for path in args.api_key_file for entry in _read_key_file(path)]
         keys = _parse_keys([*env_keys, *file_keys, *args.api_key])
         plans = _parse_plans(args.plan)
@@ -240,31 +217,49 @@ def main(argv: Sequence[str] | None = None) -> int:
             generated = f"ms_local_{secrets.token_urlsafe(24)}"
             keys = {generated: DEFAULT_TENANT}
         embedder = _embedder(args.embedder)
-        app = create_app(
-            args.db,
-            api_keys=keys,
-            eval_keys=args.eval_key,
+        settings = ServeSettings(
+            db=args.db,
+            keys=keys,
+            eval_keys=tuple(args.eval_key),
             plans=plans,
             async_extraction=args.async_extraction,
-            embedder=embedder,
+            embedder=args.embedder if embedder is not None else "none",
             extractor=args.extractor,
+            log_level=args.log_level,
+            otel=args.otel,
         )
+        if workers == 1:
+            app = create_app(
+                args.db,
+                api_keys=keys,
+                eval_keys=args.eval_key,
+                plans=plans,
+                async_extraction=args.async_extraction,
+                embedder=embedder,
+                extractor=args.extractor,
+            )
+            store = app.state.store
+        else:
+            KeyRing(keys, args.eval_key, plans)  # the keys' errors, before any worker starts
+            store = prepare(settings, embedder)
     except (ValueError, TypeError, RuntimeError, StorageError) as exc:
         parser.error(str(exc))
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
-        app.state.store.close()
+        store.close()
         parser.error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
-    if args.otel and instrument(app):
+    if app is not None and args.otel and instrument(app):
         print(start_sdk(), flush=True)
     host, port = sock.getsockname()[:2]
     where = f"[{host}]" if ":" in host else host
     serving = shown(args.db)  # a URL's password is never printed
     print(f"memorysync-local {__version__} serving {serving} at http://{where}:{port}", flush=True)
+    if workers > 1:
+        print(f"{workers} worker processes on one socket", flush=True)
     if embedder is not None:
         print(f"recall by meaning: {embedder.name} (fused with word recall)", flush=True)
-    extractor = app.state.store.extractor
+    extractor = store.extractor
     if extractor.features.related_memories:
         print(f"facts decided by {extractor.name} (the rules on any failure)", flush=True)
     if generated is not None:
@@ -275,42 +270,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-    config = uvicorn.Config(
-        WorkerThreads(app),
-        lifespan="off",
-        log_level=args.log_level,
-        http=header_timeout_protocol(app.state.body_timeout),  # 408 to a head that trickles
-    )
-    # After Config: it (re)configures uvicorn's loggers.
-    logging.getLogger("uvicorn.access").addFilter(_ScrubbedPaths([*keys, *args.eval_key]))
-    # uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it
-    # found and raises the signal again. Ours turn that into _Stopped, so the store
-    # is closed (background extraction drained or left stored for the next start)
-    # instead of the process dying, and Ctrl-C prints no traceback.
-    previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    except _Stopped:
-        pass
-    finally:
-        sock.close()
-        # A second signal while closing cuts the drain short: the jobs left stay stored.
-        with contextlib.suppress(_Stopped):
-            app.state.store.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 0
+    if app is not None:
+        run_uvicorn(app, sock, settings)
+        return 0
+    store.close()  # the start-up work is done: each worker opens its own
+    del embedder  # the workers load their own; the parent only supervises
+    return serve_workers(settings, sock, workers)
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class _Stopped(Exception):
-    """SIGINT or SIGTERM arrived: stop serving and close cleanly."""
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise _Stopped(signum)
+def _workers(args: argparse.Namespace) -> int:
+    """``--workers``, checked: at least 1, and more only on a database they can share."""
+    workers = int(args.workers)
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    if workers > 1 and is_private_memory(args.db):
+        raise ValueError(
+            "--workers above 1 needs a database file or PostgreSQL: ':memory:' is private "
+            "to one process"
+        )
+    return workers
 
 
 def _is_loopback(host: str) -> bool:

@@ -88,12 +88,14 @@ def create_app(
         async_extraction=async_extraction,
         embedder=embedder_or_lexical(embedder),
     )
-    _refuse_unusable_vectors(store)
-    return _app(store, keys, body_timeout)
+    return app_over(store, keys, body_timeout)
 
 
-def _app(store: Store, keys: KeyRing, body_timeout: float) -> FastAPI:
-    """The app over ``store``: its state, guard, error answers and the three routers."""
+def app_over(store: Store, keys: KeyRing, body_timeout: float = BODY_TIMEOUT_SECONDS) -> FastAPI:
+    """The app over an open ``store`` (``serve --workers`` opens each worker's own):
+    its state, guard, error answers and the three routers. A storage that cannot keep
+    the embedder's vectors closes ``store`` and raises :class:`StorageError`."""
+    refuse_unusable_vectors(store)
     app = FastAPI(
         title="memorysync-local",
         version=__version__,
@@ -117,7 +119,7 @@ def _app(store: Store, keys: KeyRing, body_timeout: float) -> FastAPI:
     return app
 
 
-def _refuse_unusable_vectors(store: Store) -> None:
+def refuse_unusable_vectors(store: Store) -> None:
     """With an embedder, refuse to start on a storage that cannot keep vectors (a
     PostgreSQL role that may not create pgvector's extension): the error names what to
     run. Serving would answer every write and recall 500. Busy or full storage is

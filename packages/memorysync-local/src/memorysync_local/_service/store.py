@@ -24,7 +24,7 @@ import threading
 from memorysync_local._extraction.extractor import Extractor
 from memorysync_local._recall.embedding import Embedder
 from memorysync_local._recall.vectors import backfill_vectors
-from memorysync_local._service.extraction_jobs import ExtractionJobs
+from memorysync_local._service.extraction_jobs import ExtractionJobs, JobRole
 from memorysync_local._service.facts import FactWriter
 from memorysync_local._service.memories import Memories
 from memorysync_local._service.quota import Quota
@@ -40,6 +40,8 @@ DRAIN_SECONDS = 5.0
 class Store:
     """The storage ``db`` (opened from ``target``: a path, ``:memory:`` or a URL), the
     extractor, the embedder and the background worker, with the operations on them.
+    ``job_role`` says which stored extraction jobs this process works (``extraction_jobs``:
+    ``"sole"`` unless ``serve --workers`` started it).
 
     ``facts``, ``memories``, ``transcript``, ``jobs`` and ``quota`` are its parts;
     the operations the routes call are theirs: ``add_turn``, ``add_memory``,
@@ -55,13 +57,14 @@ class Store:
         *,
         async_extraction: bool = False,
         embedder: Embedder | None = None,
+        job_role: JobRole = "sole",
     ) -> None:
         self.db = open_storage(target)
         self.facts = FactWriter(self.db, extractor, embedder)
         if embedder is not None:
             self._backfill_vectors(embedder)
         self.quota = Quota(self.db)
-        self.jobs = ExtractionJobs(self.facts)
+        self.jobs = ExtractionJobs(self.facts, job_role)
         self.memories = Memories(
             self.facts, self.quota, self.jobs, async_extraction=async_extraction
         )
@@ -116,7 +119,7 @@ class Store:
         storage; jobs not done stay stored and resume at the next start. Idempotent."""
         with self._closing:
             if not self.db.closed:
-                self.jobs.runner.stop(drain_timeout)
+                self.jobs.stop(drain_timeout)
                 self.db.close()
 
     def wait_for_extraction(self, timeout: float | None = None) -> bool:

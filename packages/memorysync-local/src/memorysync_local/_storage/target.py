@@ -25,6 +25,12 @@ def backend_of(target: str) -> Backend:
     return "postgresql" if target.lower().startswith(_POSTGRES_SCHEMES) else "sqlite"
 
 
+def is_private_memory(target: str) -> bool:
+    """True for a SQLite database kept in memory (``:memory:``): private to the process
+    and the connection that opened it, so no other process can share it."""
+    return target in (":memory:", "") or target.startswith("file::memory:")
+
+
 def shown(target: str) -> str:
     """``target`` as it may be shown (logs, reprs, errors): a URL's password as ``***``."""
     if backend_of(target) != "postgresql":

@@ -25,6 +25,7 @@ from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._storage.sqlite.backfill import reindex_words
 from memorysync_local._storage.sqlite.errors import refused_file, storage_errors
 from memorysync_local._storage.sqlite.schema import AFTER, MIGRATIONS, SCHEMA_VERSION
+from memorysync_local._storage.target import is_private_memory
 from memorysync_local._text.analyzer import index_text
 from memorysync_local._text.attributes import attribute_words
 from memorysync_local._text.owner import owner_token
@@ -40,7 +41,7 @@ class Database:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._memory = path == ":memory:" or path.startswith("file::memory:") or path == ""
+        self._memory = is_private_memory(path)
         self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

@@ -1,0 +1,202 @@
+"""``serve --workers N``: N serving processes on one socket and one database.
+
+One process answers requests with one interpreter: at 100k memories a recall costs
+about 8 ms of CPU, so 20 concurrent clients queue behind one CPU whatever the
+machine has. With ``--workers N`` the parent process:
+
+1. does the start-up work once, before any worker opens the database (create or
+   migrate it, re-index words an older analyzer made, embed memories stored without a
+   vector), so N workers never race to do it;
+2. binds the socket and starts N worker processes (``spawn``: a fresh interpreter
+   each), which all accept on it: the kernel hands each new connection to one of them;
+3. replaces a worker that dies, and on SIGINT or SIGTERM sends each worker one
+   SIGTERM and waits for it to drain (its background extraction finished or left
+   stored) before it exits.
+
+Every worker opens the database itself. What makes that safe is the storage, not this
+module: SQLite serialises writers (``BEGIN IMMEDIATE``, WAL), each worker's
+in-memory vector index checks the per-user change counters the database keeps before
+a search, and PostgreSQL is shared by design. SQLite's queue of extraction jobs has no
+claims, so one worker (the lead) works it and looks for the others' jobs twice a
+second (``_service.extraction_jobs``).
+
+Why not ``uvicorn.run(workers=N)``: it builds each worker's app from an import string,
+so these settings (keys included) would have to travel through the environment; and
+it would do the start-up work N times at once. The supervision here is ours for that
+reason, and small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import threading
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from types import FrameType
+
+from memorysync_local._cli.serving import STOP_SIGNALS, ServeSettings, run_uvicorn
+from memorysync_local._extraction.llm import load_extractor
+from memorysync_local._http.app import app_over, refuse_unusable_vectors
+from memorysync_local._http.otel import instrument, start_sdk
+from memorysync_local._plans import KeyRing
+from memorysync_local._recall.embedder_setting import embedder_or_lexical
+from memorysync_local._recall.embedding import Embedder
+from memorysync_local._service.store import DRAIN_SECONDS, Store
+
+logger = logging.getLogger("memorysync.local")
+
+# How long a worker may take to start (import, load the model, open the database).
+START_SECONDS = 120.0
+# How long a stopping worker gets beyond its drain before it is killed.
+STOP_GRACE_SECONDS = 10.0
+
+
+def prepare(settings: ServeSettings, embedder: Embedder | None) -> Store:
+    """Open the database once and do the start-up work; the store is returned open (the
+    caller reads what it needs for the banner, then closes it) and works no jobs."""
+    store = Store(
+        settings.db,
+        load_extractor(settings.extractor),
+        async_extraction=settings.async_extraction,
+        embedder=embedder,
+        job_role="idle",
+    )
+    refuse_unusable_vectors(store)  # closes the store when it raises
+    return store
+
+
+def serve_workers(settings: ServeSettings, sock: socket.socket, count: int) -> int:
+    """Serve with ``count`` worker processes on ``sock`` until SIGINT or SIGTERM; the
+    exit status (1 when a worker could not start)."""
+    supervisor = _Supervisor(settings, sock)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    try:
+        return supervisor.run(count, stop)
+    finally:
+        supervisor.stop_all()
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class _Supervisor:
+    """Starts, watches and stops the worker processes."""
+
+    def __init__(self, settings: ServeSettings, sock: socket.socket) -> None:
+        self._settings = settings
+        self._socket = sock
+        self._context = multiprocessing.get_context("spawn")
+        self._workers: dict[int, BaseProcess] = {}
+
+    def run(self, count: int, stop: threading.Event) -> int:
+        for index in range(count):
+            if not self._start(index, stop):
+                return 1
+        while not stop.is_set():
+            wait([worker.sentinel for worker in self._workers.values()], timeout=0.5)
+            for index, worker in list(self._workers.items()):
+                if worker.is_alive() or stop.is_set():
+                    continue
+                print(
+                    f"worker {index} (pid {worker.pid}) exited with status "
+                    f"{worker.exitcode}; starting another",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                if not self._start(index, stop):
+                    return 1
+        return 0
+
+    def _start(self, index: int, stop: threading.Event) -> bool:
+        """Start worker ``index`` and wait until it serves; False (with a line saying so)
+        when it exits or hangs first. A stop asked for meanwhile is not a failure."""
+        receiver, sender = self._context.Pipe(duplex=False)
+        worker = self._context.Process(
+            target=_worker,
+            args=(self._settings, self._socket, index, sender),
+            name=f"memorysync-worker-{index}",
+        )
+        worker.start()
+        sender.close()
+        self._workers[index] = worker
+        with receiver:
+            ready = wait([receiver, worker.sentinel], timeout=START_SECONDS)
+            while not ready and not stop.is_set():  # pragma: no cover - a hung start
+                ready = wait([receiver, worker.sentinel], timeout=START_SECONDS)
+            started = receiver in ready and _received(receiver)
+        if started or stop.is_set():
+            return True
+        print(
+            f"worker {index} failed to start (exit status {worker.exitcode}); stopping",
+            file=sys.stderr,
+            flush=True,
+        )
+        return False
+
+    def stop_all(self) -> None:
+        """One SIGTERM to each live worker, then wait for it to drain; kill stragglers."""
+        for worker in self._workers.values():
+            if worker.is_alive() and worker.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGTERM)
+        for worker in self._workers.values():
+            worker.join(DRAIN_SECONDS + STOP_GRACE_SECONDS)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+
+
+def _received(receiver: Connection) -> bool:
+    try:
+        return bool(receiver.recv())
+    except (EOFError, OSError):
+        return False
+
+
+def _worker(settings: ServeSettings, sock: socket.socket, index: int, started: Connection) -> None:
+    """A worker process: its own store and app, served on the parent's socket."""
+    # Ctrl-C at a terminal signals the whole process group; the parent then sends each
+    # worker one SIGTERM. In a group of its own a worker gets only that one, so a
+    # second signal never cuts its drain short.
+    os.setpgrp()
+    _stop_with_parent()
+    store = Store(
+        settings.db,
+        load_extractor(settings.extractor),
+        async_extraction=settings.async_extraction,
+        embedder=embedder_or_lexical(settings.embedder),
+        job_role="lead" if index == 0 else "follower",
+    )
+    app = app_over(store, KeyRing(dict(settings.keys), settings.eval_keys, dict(settings.plans)))
+    if settings.otel and instrument(app):
+        exporting = start_sdk()
+        if index == 0:  # the same line from every worker would say nothing more
+            print(exporting, flush=True)
+    started.send(True)
+    started.close()
+    run_uvicorn(app, sock, settings)
+
+
+def _stop_with_parent() -> None:
+    """SIGTERM this worker when its parent is gone (``kill -9`` of the parent): an
+    orphaned worker would keep serving on the port with no one to stop it."""
+    parent = multiprocessing.parent_process()
+    if parent is None:  # pragma: no cover - always started by the supervisor
+        return
+
+    def watch() -> None:
+        parent.join()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="memorysync-parent-watch", daemon=True).start()

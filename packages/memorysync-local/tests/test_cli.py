@@ -31,6 +31,7 @@ def test_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
         "--api-key-file",
         "--embedder",
         "--otel",
+        "--workers",
         "--log-level",
         "MEMORYSYNC_LOCAL_API_KEYS",
     ):

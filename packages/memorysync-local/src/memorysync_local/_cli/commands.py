@@ -255,8 +255,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = f"[{host}]" if ":" in host else host
     serving = shown(args.db)  # a URL's password is never printed
     print(f"memorysync-local {__version__} serving {serving} at http://{where}:{port}", flush=True)
-    if workers > 1:
-        print(f"{workers} worker processes on one socket", flush=True)
     if embedder is not None:
         print(f"recall by meaning: {embedder.name} (fused with word recall)", flush=True)
     extractor = store.extractor

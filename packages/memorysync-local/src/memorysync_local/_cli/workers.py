@@ -103,19 +103,21 @@ class _Supervisor:
         for index in range(count):
             if not self._start(index, stop):
                 return 1
+        pids = ", ".join(str(worker.pid) for worker in self._workers.values())
+        print(f"{count} worker processes serving: pids {pids}", flush=True)
         while not stop.is_set():
             wait([worker.sentinel for worker in self._workers.values()], timeout=0.5)
             for index, worker in list(self._workers.items()):
                 if worker.is_alive() or stop.is_set():
                     continue
+                if not self._start(index, stop):
+                    return 1
                 print(
-                    f"worker {index} (pid {worker.pid}) exited with status "
-                    f"{worker.exitcode}; starting another",
+                    f"worker {index} (pid {worker.pid}) exited with status {worker.exitcode}; "
+                    f"pid {self._workers[index].pid} serves in its place",
                     file=sys.stderr,
                     flush=True,
                 )
-                if not self._start(index, stop):
-                    return 1
         return 0
 
     def _start(self, index: int, stop: threading.Event) -> bool:

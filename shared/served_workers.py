@@ -2,9 +2,8 @@
 PostgreSQL), and the few requests they make.
 
 To know which worker answers, a test stops all but one with SIGSTOP (:meth:`only`):
-a stopped process cannot accept, so a new connection goes to the one left running
-(they share one listening socket). The pids are the ones the parent prints once every
-worker serves.
+a stopped process cannot accept, so a connection that gets an answer was accepted by
+the one left running. The pids are the ones the parent prints once every worker serves.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ import httpx
 
 KEY = "ms_workers_test_key"
 DEADLINE = 60.0
+# How long a new connection's first request may wait before another connection is tried.
+PROBE_SECONDS = 1.0
 
 
 class ServedWorkers:
@@ -68,14 +69,30 @@ class ServedWorkers:
 
     @contextmanager
     def only(self, pid: int) -> Iterator[httpx.Client]:
-        """A client whose connection worker ``pid`` accepted: the others are stopped."""
+        """A client whose connection worker ``pid`` accepted: the others are stopped.
+
+        Each worker listens on a socket of its own (``SO_REUSEPORT``), and the kernel
+        picks one for each new connection: one picked for a stopped worker waits in its
+        queue. So new connections are tried until one answers ``/health``; the ones left
+        waiting only ever carry that read-only probe.
+        """
         others = [other for other in self.workers if other != pid]
         for other in others:
             os.kill(other, signal.SIGSTOP)
         try:
-            with self.client() as client:
-                client.get("/health").raise_for_status()  # accepted by ``pid`` now
+            deadline = time.monotonic() + DEADLINE
+            while True:
+                client = self.client()
+                try:
+                    client.get("/health", timeout=PROBE_SECONDS).raise_for_status()
+                    break
+                except httpx.TimeoutException:
+                    client.close()  # picked for a stopped worker (or slow): another one
+                    assert time.monotonic() < deadline, f"worker {pid} never answered"
+            try:
                 yield client
+            finally:
+                client.close()
         finally:
             for other in others:
                 os.kill(other, signal.SIGCONT)
@@ -108,14 +125,13 @@ def recall(client: httpx.Client, user: str, prompt: str) -> list[str]:
     return [memory["text"] for memory in answer.json()["memories"]]
 
 
-def facts_once_extracted(served: ServedWorkers, user: str, count: int) -> list[str]:
+def facts_once_extracted(client: httpx.Client, user: str, count: int) -> list[str]:
     """The user's memories once ``count`` are in (polled: extraction is in the background)."""
     deadline = time.monotonic() + DEADLINE
-    with served.client() as client:
-        while True:
-            listed = client.get(f"/v1/memory/local/{user}/list")
-            listed.raise_for_status()
-            texts = sorted(memory["text"] for memory in listed.json()["memories"])
-            if len(texts) >= count or time.monotonic() > deadline:
-                return texts
-            time.sleep(0.1)  # the lead looks twice a second: polled, not raced
+    while True:
+        listed = client.get(f"/v1/memory/local/{user}/list")
+        listed.raise_for_status()
+        texts = sorted(memory["text"] for memory in listed.json()["memories"])
+        if len(texts) >= count or time.monotonic() > deadline:
+            return texts
+        time.sleep(0.1)  # extraction runs on the server's own thread: polled, not raced

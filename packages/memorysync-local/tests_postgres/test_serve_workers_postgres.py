@@ -21,11 +21,11 @@ def test_two_workers_on_postgresql_share_the_data_and_the_extraction(postgres_ur
         facts = ["Allergic to peanuts"]
         with served.only(first) as client:
             keep(client, "eve", "I am allergic to peanuts.")
-            assert facts_once_extracted(served, "eve", 1) == facts
+            assert facts_once_extracted(client, "eve", 1) == facts
         with served.only(second) as client:
             # The other worker is stopped: this one works the job it stored.
             keep(client, "eve", "I live in Porto.")
-            assert facts_once_extracted(served, "eve", 2) == [*facts, "Lives in Porto"]
+            assert facts_once_extracted(client, "eve", 2) == [*facts, "Lives in Porto"]
         with served.only(first) as client:
             assert recall(client, "eve", "Porto") == ["Lives in Porto"]
     finally:

@@ -46,11 +46,15 @@ class _StartSignal:
                 return
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (``port=0``: a free port)."""
+def bind_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port=0``: a free port). With
+    ``reuse_port``, other such sockets may listen on the same port, and the kernel
+    spreads new connections over them (``SO_REUSEPORT``)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     # Accepted sockets inherit this; without it small responses wait ~40 ms on
     # Nagle + delayed ACK when uvicorn is handed a pre-bound socket.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -62,6 +66,24 @@ def bind_socket(host: str, port: int) -> socket.socket:
         raise
     sock.set_inheritable(True)
     return sock
+
+
+def bind_sockets(host: str, port: int, count: int) -> list[socket.socket]:
+    """``count`` listening sockets on one port (``port=0``: a free one), one per
+    ``serve --workers`` process: the kernel spreads new connections over them. One
+    socket shared by every worker would not: each wake-up lets the first worker to run
+    accept every connection waiting (measured: 20 clients, two workers, 82% of the CPU
+    in one of them)."""
+    first = bind_socket(host, port, reuse_port=True)
+    sockets = [first]
+    try:
+        for _ in range(count - 1):
+            sockets.append(bind_socket(host, first.getsockname()[1], reuse_port=True))
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
 
 class ServedServer(ServerHandle):

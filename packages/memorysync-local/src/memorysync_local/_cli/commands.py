@@ -21,7 +21,7 @@ from memorysync_local._http.otel import instrument, start_sdk
 from memorysync_local._plans import DEFAULT_TENANT, KeyRing, Plan
 from memorysync_local._recall.embedder_setting import load_embedder
 from memorysync_local._recall.embedding import DEFAULT_EMBEDDER, Embedder, EmbedderUnavailable
-from memorysync_local._served import bind_socket
+from memorysync_local._served import bind_socket, bind_sockets
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.target import is_private_memory, shown
 from memorysync_local._version import __version__
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="serving processes, all on one socket and one database (default 1): a recall "
+        help="serving processes, all on one port and one database (default 1): a recall "
         "runs on one CPU in one process, so N processes answer up to N at once; the "
         "start-up work is done once, before they start (a file or PostgreSQL, not "
         "':memory:'; see docs/local-server.md)",
@@ -245,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, RuntimeError, StorageError) as exc:
         parser.error(str(exc))
     try:
-        sock = bind_socket(args.host, args.port)
+        sockets = bind_sockets(args.host, args.port, workers) if workers > 1 else []
+        sock = sockets[0] if sockets else bind_socket(args.host, args.port)
     except OSError as exc:
         store.close()
         parser.error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
@@ -273,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     store.close()  # the start-up work is done: each worker opens its own
     del embedder  # the workers load their own; the parent only supervises
-    return serve_workers(settings, sock, workers)
+    return serve_workers(settings, sockets)
 
 
 def _workers(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""``serve --workers N``: N serving processes on one socket and one database.
+"""``serve --workers N``: N serving processes on one port and one database.
 
 One process answers requests with one interpreter: at 100k memories a recall costs
 about 8 ms of CPU, so 20 concurrent clients queue behind one CPU whatever the
@@ -7,8 +7,10 @@ machine has. With ``--workers N`` the parent process:
 1. does the start-up work once, before any worker opens the database (create or
    migrate it, re-index words an older analyzer made, embed memories stored without a
    vector), so N workers never race to do it;
-2. binds the socket and starts N worker processes (``spawn``: a fresh interpreter
-   each), which all accept on it: the kernel hands each new connection to one of them;
+2. binds N listening sockets on the port (``SO_REUSEPORT``: the kernel spreads new
+   connections over them) and starts N worker processes (``spawn``: a fresh
+   interpreter each), each serving one socket. The parent keeps them open, so
+   connections that arrive while a worker starts or is replaced wait in its queue;
 3. replaces a worker that dies, and on SIGINT or SIGTERM sends each worker one
    SIGTERM and waits for it to drain (its background extraction finished or left
    stored) before it exits.
@@ -71,10 +73,10 @@ def prepare(settings: ServeSettings, embedder: Embedder | None) -> Store:
     return store
 
 
-def serve_workers(settings: ServeSettings, sock: socket.socket, count: int) -> int:
-    """Serve with ``count`` worker processes on ``sock`` until SIGINT or SIGTERM; the
-    exit status (1 when a worker could not start)."""
-    supervisor = _Supervisor(settings, sock)
+def serve_workers(settings: ServeSettings, sockets: list[socket.socket]) -> int:
+    """Serve with one worker process on each of ``sockets`` (listening on one port)
+    until SIGINT or SIGTERM; the exit status (1 when a worker could not start)."""
+    supervisor = _Supervisor(settings, sockets)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -82,10 +84,11 @@ def serve_workers(settings: ServeSettings, sock: socket.socket, count: int) -> i
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
-        return supervisor.run(count, stop)
+        return supervisor.run(stop)
     finally:
         supervisor.stop_all()
-        sock.close()
+        for sock in sockets:
+            sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
@@ -93,18 +96,18 @@ def serve_workers(settings: ServeSettings, sock: socket.socket, count: int) -> i
 class _Supervisor:
     """Starts, watches and stops the worker processes."""
 
-    def __init__(self, settings: ServeSettings, sock: socket.socket) -> None:
+    def __init__(self, settings: ServeSettings, sockets: list[socket.socket]) -> None:
         self._settings = settings
-        self._socket = sock
+        self._sockets = sockets
         self._context = multiprocessing.get_context("spawn")
         self._workers: dict[int, BaseProcess] = {}
 
-    def run(self, count: int, stop: threading.Event) -> int:
-        for index in range(count):
+    def run(self, stop: threading.Event) -> int:
+        for index in range(len(self._sockets)):
             if not self._start(index, stop):
                 return 1
         pids = ", ".join(str(worker.pid) for worker in self._workers.values())
-        print(f"{count} worker processes serving: pids {pids}", flush=True)
+        print(f"{len(self._workers)} worker processes serving: pids {pids}", flush=True)
         while not stop.is_set():
             wait([worker.sentinel for worker in self._workers.values()], timeout=0.5)
             for index, worker in list(self._workers.items()):
@@ -126,7 +129,7 @@ class _Supervisor:
         receiver, sender = self._context.Pipe(duplex=False)
         worker = self._context.Process(
             target=_worker,
-            args=(self._settings, self._socket, index, sender),
+            args=(self._settings, self._sockets[index], index, sender),
             name=f"memorysync-worker-{index}",
         )
         worker.start()

@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 
 from memorysync_local._cli import main
+from memorysync_local._cli.serving import ServeSettings
+from memorysync_local._cli.workers import serve_workers
 from memorysync_local._extraction.rules import RuleBasedExtractor
 from memorysync_local._plans import Caller
+from memorysync_local._served import bind_sockets
 from memorysync_local._service.store import Store
 from memorysync_local._storage.records import ReadWindow
 from shared.served_workers import (
@@ -168,3 +171,22 @@ def test_on_sqlite_a_follower_stores_jobs_and_the_lead_works_them(tmp_path: Path
     finally:
         follower.close()
     assert sorted(memory["text"] for memory in listed) == ["Lives in Oslo", "Plays the violin"]
+
+
+def test_a_worker_that_cannot_start_stops_the_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A folder where the database file should be: every worker fails to open it.
+    settings = ServeSettings(db=str(tmp_path), keys={"ms_workers_test_key": "local"})
+    sockets = bind_sockets("127.0.0.1", 0, 2)
+    assert serve_workers(settings, sockets) == 1
+    assert "worker 0 failed to start" in capsys.readouterr().err
+    assert all(sock.fileno() == -1 for sock in sockets)  # closed
+
+
+def test_workers_are_in_a_process_group_of_their_own(served: ServedWorkers) -> None:
+    # Ctrl-C at a terminal signals the first process's group: the workers hear of it
+    # only through the one SIGTERM the first process sends each.
+    groups = {os.getpgid(pid) for pid in served.workers}
+    assert os.getpgid(served.process.pid) not in groups
+    assert groups == set(served.workers)

@@ -273,7 +273,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_uvicorn(app, sock, settings)
         return 0
     store.close()  # the start-up work is done: each worker opens its own
-    del embedder  # the workers load their own; the parent only supervises
     return serve_workers(settings, sockets)
 
 

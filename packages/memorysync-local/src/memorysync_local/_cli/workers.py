@@ -31,13 +31,13 @@ reason, and small.
 from __future__ import annotations
 
 import contextlib
-import logging
 import multiprocessing
 import os
 import signal
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -51,10 +51,6 @@ from memorysync_local._recall.embedder_setting import embedder_or_lexical
 from memorysync_local._recall.embedding import Embedder
 from memorysync_local._service.store import DRAIN_SECONDS, Store
 
-logger = logging.getLogger("memorysync.local")
-
-# How long a worker may take to start (import, load the model, open the database).
-START_SECONDS = 120.0
 # How long a stopping worker gets beyond its drain before it is killed.
 STOP_GRACE_SECONDS = 10.0
 
@@ -125,7 +121,7 @@ class _Supervisor:
 
     def _start(self, index: int, stop: threading.Event) -> bool:
         """Start worker ``index`` and wait until it serves; False (with a line saying so)
-        when it exits or hangs first. A stop asked for meanwhile is not a failure."""
+        when it exits first. A stop asked for meanwhile is not a failure."""
         receiver, sender = self._context.Pipe(duplex=False)
         worker = self._context.Process(
             target=_worker,
@@ -136,12 +132,14 @@ class _Supervisor:
         sender.close()
         self._workers[index] = worker
         with receiver:
-            ready = wait([receiver, worker.sentinel], timeout=START_SECONDS)
-            while not ready and not stop.is_set():  # pragma: no cover - a hung start
-                ready = wait([receiver, worker.sentinel], timeout=START_SECONDS)
+            # No time limit: loading a large model on a busy machine may take minutes.
+            ready: Sequence[object] = ()
+            while not ready and not stop.is_set():
+                ready = wait([receiver, worker.sentinel], timeout=0.5)
             started = receiver in ready and _received(receiver)
         if started or stop.is_set():
             return True
+        worker.join(DRAIN_SECONDS)  # it exited (or closed the pipe): its status
         print(
             f"worker {index} failed to start (exit status {worker.exitcode}); stopping",
             file=sys.stderr,

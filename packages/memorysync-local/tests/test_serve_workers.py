@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,16 @@ def test_workers_need_a_database_they_can_share(
         main(argv)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_workers_need_linux(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--workers", "2"])
+    assert exited.value.code == 2
+    assert "--workers above 1 needs Linux" in capsys.readouterr().err
 
 
 def test_each_worker_finds_what_another_stored_by_words_and_by_meaning(

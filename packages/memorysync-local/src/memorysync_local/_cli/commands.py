@@ -281,6 +281,9 @@ def _workers(args: argparse.Namespace) -> int:
     workers = int(args.workers)
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
+    if workers > 1 and not sys.platform.startswith("linux"):
+        # Elsewhere SO_REUSEPORT sockets share a port without sharing its connections.
+        raise ValueError("--workers above 1 needs Linux, whose kernel spreads connections")
     if workers > 1 and is_private_memory(args.db):
         raise ValueError(
             "--workers above 1 needs a database file or PostgreSQL: ':memory:' is private "

@@ -45,6 +45,9 @@ def test_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
         (["serve", "--plan", "ms_ghost=free:3", "--api-key", "ms_a"], "not configured"),
         (["serve", "--api-key", "ms_a="], "TENANT"),
         (["serve", "--port", "http"], "--port"),
+        # More than one process needs a database they can share.
+        (["serve", "--db", ":memory:", "--workers", "2"], "':memory:' is private"),
+        (["serve", "--workers", "0"], "--workers must be at least 1"),
     ],
 )
 def test_bad_flags_exit_2_with_a_clear_message(

@@ -44,22 +44,6 @@ def served(tmp_path: Path) -> Iterator[ServedWorkers]:
         server.stop()
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["serve", "--db", ":memory:", "--workers", "2"], "':memory:' is private"),
-        (["serve", "--workers", "0"], "--workers must be at least 1"),
-    ],
-)
-def test_workers_need_a_database_they_can_share(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    assert exited.value.code == 2
-    assert message in capsys.readouterr().err
-
-
 def test_workers_need_linux(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,6 +38,7 @@ from pathlib import Path
 import httpx
 
 from memorysync_local import embedded
+from memorysync_local._recall.embedding import DEFAULT_EMBEDDER
 
 from ._raw_http import timed_recall
 from ._server import _free_port, print_item, stop_child, wait_until_listening
@@ -145,8 +146,8 @@ async def _in_process(
     path: str, prompts: Sequence[str], warmup: int, embedder: str | None = None
 ) -> list[float]:
     seconds = []
-    options = {} if embedder is None else {"embedder": embedder}
-    with embedded(path, api_key=API_KEY, tenant_id=TENANT, **options) as server:
+    chosen = DEFAULT_EMBEDDER if embedder is None else embedder
+    with embedded(path, api_key=API_KEY, tenant_id=TENANT, embedder=chosen) as server:
         async with httpx.AsyncClient(
             transport=server.transport, base_url=server.base_url, headers={"X-API-Key": API_KEY}
         ) as client:

@@ -14,6 +14,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from memorysync_local._storage.errors import StorageError
 from memorysync_local._storage.interface import Storage
+from memorysync_local._storage.sqlite.paths import is_private_memory
+
+__all__ = ["Backend", "backend_of", "is_private_memory", "open_storage", "shown"]
 
 Backend = Literal["sqlite", "postgresql"]
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -23,12 +26,6 @@ def backend_of(target: str) -> Backend:
     """The backend a target names: ``"postgresql"`` for a PostgreSQL URL, else
     ``"sqlite"`` (a path or ``:memory:``)."""
     return "postgresql" if target.lower().startswith(_POSTGRES_SCHEMES) else "sqlite"
-
-
-def is_private_memory(target: str) -> bool:
-    """True for a SQLite database kept in memory (``:memory:``): private to the process
-    and the connection that opened it, so no other process can share it."""
-    return target in (":memory:", "") or target.startswith("file::memory:")
 
 
 def shown(target: str) -> str:

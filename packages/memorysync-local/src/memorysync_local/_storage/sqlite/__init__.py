@@ -5,6 +5,7 @@
 - :mod:`.schema`: the numbered migrations (schema version 7);
 - :mod:`.backfill`: the Python steps of those migrations;
 - :mod:`.errors`: SQLite's errors sorted into the storage-neutral ones, once;
+- :mod:`.paths`: what a target names, read without opening it (``:memory:``);
 - one module per concern of a session: memories, transcript, seeds, jobs, quota,
   users' data, word index, vectors.
 """

@@ -24,8 +24,8 @@ from pathlib import Path
 from memorysync_local._storage.schema_version import refuse_newer
 from memorysync_local._storage.sqlite.backfill import reindex_words
 from memorysync_local._storage.sqlite.errors import refused_file, storage_errors
+from memorysync_local._storage.sqlite.paths import is_private_memory
 from memorysync_local._storage.sqlite.schema import AFTER, MIGRATIONS, SCHEMA_VERSION
-from memorysync_local._storage.target import is_private_memory
 from memorysync_local._text.analyzer import index_text
 from memorysync_local._text.attributes import attribute_words
 from memorysync_local._text.owner import owner_token

@@ -74,7 +74,7 @@ def bind_sockets(host: str, port: int, count: int) -> list[socket.socket]:
     socket shared by every worker would not: each wake-up lets the first worker to run
     accept every connection waiting (measured: 20 clients, two workers, 82% of the CPU
     in one of them)."""
-    first = bind_socket(host, port, reuse_port=True)
+    first = bind_socket(host, _port_alone(host, port), reuse_port=True)
     sockets = [first]
     try:
         for _ in range(count - 1):
@@ -84,6 +84,22 @@ def bind_sockets(host: str, port: int, count: int) -> list[socket.socket]:
             sock.close()
         raise
     return sockets
+
+
+def _port_alone(host: str, port: int) -> int:
+    """``port`` (a free one for 0) once bound by a socket without ``SO_REUSEPORT``.
+
+    ``SO_REUSEPORT`` would also let the group join another server's group on the port
+    (a second ``serve --workers`` of the same user), each taking part of the other's
+    connections. Bound alone first, a port in use is refused (``EADDRINUSE``) as a
+    single-process ``serve`` refuses it. Between this check and the group's bind
+    another such group could still take the port: a window of microseconds."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # As bind_socket: a port left in TIME_WAIT by an earlier server is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+        return int(probe.getsockname()[1])
 
 
 class ServedServer(ServerHandle):

@@ -273,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_uvicorn(app, sock, settings)
         return 0
     store.close()  # the start-up work is done: each worker opens its own
+    del store, embedder  # each worker loads its own model: no copy kept here
     return serve_workers(settings, sockets)
 
 

@@ -37,6 +37,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -47,12 +48,17 @@ from memorysync_local._extraction.llm import load_extractor
 from memorysync_local._http.app import app_over, refuse_unusable_vectors
 from memorysync_local._http.otel import instrument, start_sdk
 from memorysync_local._plans import KeyRing
-from memorysync_local._recall.embedder_setting import embedder_or_lexical
+from memorysync_local._recall.embedder_setting import load_embedder
 from memorysync_local._recall.embedding import Embedder
 from memorysync_local._service.store import DRAIN_SECONDS, Store
 
 # How long a stopping worker gets beyond its drain before it is killed.
 STOP_GRACE_SECONDS = 10.0
+# A worker that dies within RETRY_RESET_SECONDS of its start, or cannot start, is
+# started again after a delay: RETRY_FIRST_SECONDS, doubling up to RETRY_MAX_SECONDS.
+RETRY_RESET_SECONDS = 60.0
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 30.0
 
 
 def prepare(settings: ServeSettings, embedder: Embedder | None) -> Store:
@@ -82,9 +88,12 @@ def serve_workers(settings: ServeSettings, sockets: list[socket.socket]) -> int:
     try:
         return supervisor.run(stop)
     finally:
-        supervisor.stop_all()
+        supervisor.signal_all()
+        # Closed before the drain: a connection arriving now is refused at once, as by a
+        # stopping single-process serve, not queued on a socket no worker accepts from.
         for sock in sockets:
             sock.close()
+        supervisor.join_all()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
@@ -102,15 +111,25 @@ class _Supervisor:
         for index in range(len(self._sockets)):
             if not self._start(index, stop):
                 return 1
+            if stop.is_set():
+                return 0
         pids = ", ".join(str(worker.pid) for worker in self._workers.values())
         print(f"{len(self._workers)} worker processes serving: pids {pids}", flush=True)
+        retry = _Retry(len(self._workers))
         while not stop.is_set():
             wait([worker.sentinel for worker in self._workers.values()], timeout=0.5)
             for index, worker in list(self._workers.items()):
-                if worker.is_alive() or stop.is_set():
+                if worker.is_alive() or stop.is_set() or not retry.due(index):
                     continue
                 if not self._start(index, stop):
-                    return 1
+                    # The others keep serving; this one is tried again later.
+                    print(
+                        f"worker {index}: tried again in {retry.failed(index):.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    continue
+                retry.started(index)
                 print(
                     f"worker {index} (pid {worker.pid}) exited with status {worker.exitcode}; "
                     f"pid {self._workers[index].pid} serves in its place",
@@ -141,23 +160,66 @@ class _Supervisor:
             return True
         worker.join(DRAIN_SECONDS)  # it exited (or closed the pipe): its status
         print(
-            f"worker {index} failed to start (exit status {worker.exitcode}); stopping",
+            f"worker {index} failed to start (exit status {worker.exitcode})",
             file=sys.stderr,
             flush=True,
         )
         return False
 
-    def stop_all(self) -> None:
-        """One SIGTERM to each live worker, then wait for it to drain; kill stragglers."""
+    def signal_all(self) -> None:
+        """One SIGTERM to each live worker: it stops accepting and drains."""
         for worker in self._workers.values():
             if worker.is_alive() and worker.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(worker.pid, signal.SIGTERM)
+
+    def join_all(self) -> None:
+        """Wait for the signalled workers to drain, together; kill the stragglers."""
+        deadline = time.monotonic() + DRAIN_SECONDS + STOP_GRACE_SECONDS
         for worker in self._workers.values():
-            worker.join(DRAIN_SECONDS + STOP_GRACE_SECONDS)
+            worker.join(max(0.0, deadline - time.monotonic()))
             if worker.is_alive():
                 worker.kill()
                 worker.join()
+
+
+class _Retry:
+    """When a dead worker may be started again: at once after a worker that served for
+    ``RETRY_RESET_SECONDS``; after a delay that doubles (to ``RETRY_MAX_SECONDS``) for
+    one that died sooner or could not start, so a worker that always crashes does not
+    reload its model in a tight loop."""
+
+    def __init__(self, workers: int) -> None:
+        now = time.monotonic()
+        self._started = dict.fromkeys(range(workers), now)
+        self._delay: dict[int, float] = {}
+        self._not_before: dict[int, float] = {}
+
+    def due(self, index: int) -> bool:
+        """Whether dead worker ``index`` may be started now."""
+        now = time.monotonic()
+        if index not in self._not_before:  # just found dead
+            if now - self._started[index] >= RETRY_RESET_SECONDS:
+                self._delay.pop(index, None)
+                self._not_before[index] = now
+            else:
+                self._not_before[index] = now + self._next_delay(index)
+        return now >= self._not_before[index]
+
+    def started(self, index: int) -> None:
+        self._started[index] = time.monotonic()
+        del self._not_before[index]
+
+    def failed(self, index: int) -> float:
+        """The seconds until the next try of worker ``index``, which could not start."""
+        delay = self._next_delay(index)
+        self._not_before[index] = time.monotonic() + delay
+        return delay
+
+    def _next_delay(self, index: int) -> float:
+        delay = min(RETRY_MAX_SECONDS, 2 * self._delay.get(index, RETRY_FIRST_SECONDS / 2))
+        self._delay[index] = delay
+        return delay
 
 
 def _received(receiver: Connection) -> bool:
@@ -178,7 +240,9 @@ def _worker(settings: ServeSettings, sock: socket.socket, index: int, started: C
         settings.db,
         load_extractor(settings.extractor),
         async_extraction=settings.async_extraction,
-        embedder=embedder_or_lexical(settings.embedder),
+        # Strict: the parent loaded this model; a worker that cannot fails to start
+        # rather than answer by words alone beside workers that answer by meaning.
+        embedder=load_embedder(settings.embedder),
         job_role="lead" if index == 0 else "follower",
     )
     app = app_over(store, KeyRing(dict(settings.keys), settings.eval_keys, dict(settings.plans)))

@@ -201,6 +201,21 @@ def test_a_worker_that_cannot_start_stops_the_server(
     assert all(sock.fileno() == -1 for sock in sockets)  # closed
 
 
+def test_a_worker_that_cannot_load_the_model_stops_the_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The first process would have loaded this model; a worker that cannot load it
+    # must not serve by words alone beside the others.
+    settings = ServeSettings(
+        db=str(tmp_path / "model.db"),
+        keys={"ms_workers_test_key": "local"},
+        embedder=f"sentence-transformers:{tmp_path / 'no-such-model'}",
+    )
+    sockets = bind_sockets("127.0.0.1", 0, 2)
+    assert serve_workers(settings, sockets) == 1
+    assert "worker 0 failed to start" in capsys.readouterr().err
+
+
 def test_workers_are_in_a_process_group_of_their_own(served: ServedWorkers) -> None:
     # Ctrl-C at a terminal signals the first process's group: the workers hear of it
     # only through the one SIGTERM the first process sends each.

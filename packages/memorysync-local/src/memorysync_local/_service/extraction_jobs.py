@@ -106,6 +106,12 @@ class ExtractionJobs:
         job deleted in one, so a crash in between redoes the job and never stores
         its facts twice.
         """
+        with self._storage.read() as session:
+            # Looked for in a read first: an empty queue takes no write lock (the worker
+            # looks once more after every job), so other processes' writes never wait
+            # on it.
+            if not session.jobs.count():
+                return False
         with self._storage.write() as session:
             job = session.jobs.claim_next()
         if job is None:

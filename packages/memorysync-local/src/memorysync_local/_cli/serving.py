@@ -17,7 +17,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from memorysync_local._http.header_timeout import header_timeout_protocol
-from memorysync_local._http.worker_threads import WorkerThreads
+from memorysync_local._http.worker_threads import SERVED_WORKER_THREADS, WorkerThreads
 from memorysync_local._plans import Plan
 
 
@@ -84,8 +84,14 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise Stopped(signum)
 
 
-def run_uvicorn(app: FastAPI, sock: socket.socket, settings: ServeSettings) -> None:
-    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM, then close its store.
+def run_uvicorn(
+    app: FastAPI,
+    sock: socket.socket,
+    settings: ServeSettings,
+    threads: int = SERVED_WORKER_THREADS,
+) -> None:
+    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM, then close its store; its
+    routes run on ``threads`` worker threads (``_http.worker_threads``).
 
     uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it
     found and raises the signal again. Ours turn that into :class:`Stopped`, so the
@@ -93,7 +99,7 @@ def run_uvicorn(app: FastAPI, sock: socket.socket, settings: ServeSettings) -> N
     instead of the process dying, and Ctrl-C prints no traceback.
     """
     config = uvicorn.Config(
-        WorkerThreads(app),
+        WorkerThreads(app, threads),
         lifespan="off",
         log_level=settings.log_level,
         http=header_timeout_protocol(app.state.body_timeout),  # 408 to a head that trickles

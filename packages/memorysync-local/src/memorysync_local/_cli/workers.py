@@ -47,6 +47,7 @@ from memorysync_local._cli.serving import STOP_SIGNALS, ServeSettings, run_uvico
 from memorysync_local._extraction.llm import load_extractor
 from memorysync_local._http.app import app_over, refuse_unusable_vectors
 from memorysync_local._http.otel import instrument, start_sdk
+from memorysync_local._http.worker_threads import WORKER_PROCESS_THREADS
 from memorysync_local._plans import KeyRing
 from memorysync_local._recall.embedder_setting import load_embedder
 from memorysync_local._recall.embedding import Embedder
@@ -252,7 +253,7 @@ def _worker(settings: ServeSettings, sock: socket.socket, index: int, started: C
             print(exporting, flush=True)
     started.send(True)
     started.close()
-    run_uvicorn(app, sock, settings)
+    run_uvicorn(app, sock, settings, threads=WORKER_PROCESS_THREADS)
 
 
 def _stop_with_parent() -> None:

@@ -7,6 +7,12 @@ slow and the slowest waited 2-5x the median (recall at 100k memories: p50 40 ms,
 p99 110-200 ms). With 4 threads the others wait in line, in order, and the p99
 stays within about 1.5x the median (p99 45-85 ms on the same runs).
 
+Each process of ``serve --workers N`` runs ``WORKER_PROCESS_THREADS``: fewer threads
+under each interpreter lock (measured, 2 workers at 100,000 memories, 20 clients, four
+paired rounds: p99 131-144 ms with 4 threads each, 93-107 ms with 2, 82-105 ms with 1;
+the server's CPU a recall 7.4 -> 6.7 ms), and 2 rather than 1 so one slow request (a
+write that extracts) does not hold up every recall of its worker.
+
 Only ``serve`` sets this: it owns its event loop. An embedded server runs on the
 caller's loop, whose thread pool is the caller's to size.
 """
@@ -17,6 +23,7 @@ import anyio.to_thread
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 SERVED_WORKER_THREADS = 4
+WORKER_PROCESS_THREADS = 2
 
 
 class WorkerThreads:

@@ -7,6 +7,7 @@ worker answers is chosen by stopping the others).
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
 import signal
 import sys
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 
 from memorysync_local._cli import main, workers
@@ -90,6 +92,26 @@ def test_a_killed_worker_is_replaced_and_nothing_it_acknowledged_is_lost(
             assert recall(client, "bo", "nurse") == ["Works as a nurse"]
     status, _ = served.stop()
     assert status == 0
+
+
+def test_a_connection_made_while_no_worker_serves_waits_for_the_replacements(
+    served: ServedWorkers,
+) -> None:
+    with served.client() as client:
+        keep(client, "eli", "I speak Finnish.")
+    for pid in served.workers:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + DEADLINE
+    while [pid for pid in served.workers if alive(pid)]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)  # polling the process table: nothing to wait on
+    # No worker runs: the first process keeps the sockets, so the connection waits in
+    # a queue (not refused) until a replacement accepts it.
+    with served.client() as client:
+        client.timeout = httpx.Timeout(DEADLINE)
+        assert recall(client, "eli", "Finnish") == ["Speaks Finnish"]
+    replaced = {served.replacement()[0], served.replacement()[0]}
+    assert replaced == set(served.workers)
 
 
 def test_extraction_jobs_are_worked_once_whichever_worker_stored_them(tmp_path: Path) -> None:
@@ -214,6 +236,42 @@ def test_a_worker_that_cannot_load_the_model_stops_the_server(
     sockets = bind_sockets("127.0.0.1", 0, 2)
     assert serve_workers(settings, sockets) == 1
     assert "worker 0 failed to start" in capsys.readouterr().err
+
+
+class _Stoppable:
+    should_exit = False
+
+
+def test_a_worker_whose_parent_dies_is_stopped_without_a_second_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A draining worker (its parent signalled it, then died) must not be signalled
+    # again: a second signal cuts its drain short. The watch asks uvicorn to stop.
+    signalled: list[int] = []
+    real_kill = os.kill
+
+    def kill(pid: int, sig: int) -> None:
+        if pid == os.getpid():
+            signalled.append(sig)
+        else:
+            real_kill(pid, sig)
+
+    monkeypatch.setattr(workers.os, "kill", kill)
+    parent = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(DEADLINE,))
+    parent.start()
+    server = _Stoppable()
+    watch = workers._ParentWatch(0, parent)
+    watch.serving(server)  # type: ignore[arg-type]
+    assert not watch.gone.is_set()
+    assert not server.should_exit
+    parent.kill()
+    assert watch.gone.wait(DEADLINE)
+    assert server.should_exit
+    assert signalled == []
+    # A server handed over after the parent died is stopped as it starts.
+    late = _Stoppable()
+    watch.serving(late)  # type: ignore[arg-type]
+    assert late.should_exit
 
 
 def test_workers_are_in_a_process_group_of_their_own(served: ServedWorkers) -> None:

@@ -8,7 +8,7 @@ import logging
 import re
 import signal
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from urllib.parse import unquote
@@ -89,9 +89,12 @@ def run_uvicorn(
     sock: socket.socket,
     settings: ServeSettings,
     threads: int = SERVED_WORKER_THREADS,
+    on_server: Callable[[uvicorn.Server], None] | None = None,
 ) -> None:
     """Serve ``app`` on ``sock`` until SIGINT or SIGTERM, then close its store; its
-    routes run on ``threads`` worker threads (``_http.worker_threads``).
+    routes run on ``threads`` worker threads (``_http.worker_threads``). ``on_server``
+    is given the uvicorn server before it starts (to stop it from another thread:
+    ``should_exit``).
 
     uvicorn handles SIGINT/SIGTERM while it serves, then restores the handlers it
     found and raises the signal again. Ours turn that into :class:`Stopped`, so the
@@ -109,8 +112,11 @@ def run_uvicorn(
         ScrubbedPaths([*settings.keys, *settings.eval_keys])
     )
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
+    server = uvicorn.Server(config)
+    if on_server is not None:
+        on_server(server)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     except Stopped:
         pass
     finally:

@@ -43,6 +43,8 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
+import uvicorn
+
 from memorysync_local._cli.serving import STOP_SIGNALS, ServeSettings, run_uvicorn
 from memorysync_local._extraction.llm import load_extractor
 from memorysync_local._http.app import app_over, refuse_unusable_vectors
@@ -236,7 +238,7 @@ def _worker(settings: ServeSettings, sock: socket.socket, index: int, started: C
     # worker one SIGTERM. In a group of its own a worker gets only that one, so a
     # second signal never cuts its drain short.
     os.setpgrp()
-    _stop_with_parent()
+    watch = _ParentWatch(index, multiprocessing.parent_process())
     store = Store(
         settings.db,
         load_extractor(settings.extractor),
@@ -251,20 +253,47 @@ def _worker(settings: ServeSettings, sock: socket.socket, index: int, started: C
         exporting = start_sdk()
         if index == 0:  # the same line from every worker would say nothing more
             print(exporting, flush=True)
-    started.send(True)
+    with contextlib.suppress(OSError):  # a parent gone meanwhile: the watch stops this one
+        started.send(True)
     started.close()
-    run_uvicorn(app, sock, settings, threads=WORKER_PROCESS_THREADS)
+    run_uvicorn(app, sock, settings, threads=WORKER_PROCESS_THREADS, on_server=watch.serving)
 
 
-def _stop_with_parent() -> None:
-    """SIGTERM this worker when its parent is gone (``kill -9`` of the parent): an
-    orphaned worker would keep serving on the port with no one to stop it."""
-    parent = multiprocessing.parent_process()
-    if parent is None:  # pragma: no cover - always started by the supervisor
-        return
+class _ParentWatch:
+    """Stops this worker as one SIGTERM would when ``parent`` is gone (``kill -9`` of
+    the first process): an orphaned worker would keep serving on the port with no one
+    to stop it.
 
-    def watch() -> None:
+    Not with a signal: a worker that is already draining (its parent signalled it, then
+    died) would take it as a second one, which cuts the drain short. uvicorn is asked to
+    stop instead (``should_exit``, what its own handler of a first signal sets), which
+    does nothing to a worker that has stopped serving."""
+
+    def __init__(self, index: int, parent: BaseProcess | None) -> None:
+        self._index = index
+        self._lock = threading.Lock()
+        self._server: uvicorn.Server | None = None
+        self.gone = threading.Event()  # set once the parent is gone and the stop asked
+        if parent is not None:  # (always, under the supervisor)
+            threading.Thread(
+                target=self._watch, args=(parent,), name="memorysync-parent-watch", daemon=True
+            ).start()
+
+    def serving(self, server: uvicorn.Server) -> None:
+        """The server to stop (at once, if the parent is already gone)."""
+        with self._lock:
+            self._server = server
+            if self.gone.is_set():
+                server.should_exit = True
+
+    def _watch(self, parent: BaseProcess) -> None:
         parent.join()
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="memorysync-parent-watch", daemon=True).start()
+        print(
+            f"worker {self._index}: the first process is gone; this worker stops",
+            file=sys.stderr,
+            flush=True,
+        )
+        with self._lock:
+            if self._server is not None:
+                self._server.should_exit = True
+            self.gone.set()

@@ -64,25 +64,21 @@ class SQLiteWordIndex:
         FTS5 walks a posting list newest-first (``ORDER BY rowid DESC``) and stops at
         ``limit``, so a common term costs no more than a rare one. The owner's posting
         list is long (every memory of the user): walking it beside the terms' costs
-        about 0.25 ms at 100,000 memories. So the newest match of anyone is read first,
-        with its owner (about 0.07 ms): none, and nothing matches; another user's, and
-        the owner's list is walked as before (a database of many users). The user's
-        (a user who holds most of the index): the newest ``limit`` matches of anyone
-        are read (about 0.08 ms); when every one is the user's, or there are fewer than
-        ``limit``, they are the answer, with no walk; otherwise the walk.
+        about 0.25 ms at 100,000 memories. So the newest ``limit`` matches of anyone are
+        read first, with their owners (about 0.08 ms): none, and nothing matches; every
+        one the user's, or fewer than ``limit`` (all there are), and they are the answer
+        with no walk (a user who holds most of the index); otherwise the owner's list is
+        walked (a database of many users).
         """
         terms = [f"stems : {stem_query(q)}" for q in stems]
         token = owner_token(tenant_id, user_id)
         if terms:
-            expression = " AND ".join(terms)
-            first = self._newest(expression, 1)
-            if not first:
+            newest = self._newest(" AND ".join(terms), limit)
+            if not newest:
                 return {}
-            if first[0][2] == token:
-                newest = first if limit == 1 else self._newest(expression, limit)
-                mine = {int(r[0]): str(r[1]) for r in newest if r[2] == token}
-                if len(mine) == limit or len(newest) < limit:
-                    return mine
+            mine = {int(r[0]): str(r[1]) for r in newest if r[2] == token}
+            if len(mine) == limit or len(newest) < limit:
+                return mine
         rows = self._conn.execute(
             "SELECT rowid, stems FROM memories_stems WHERE memories_stems MATCH ? "
             "ORDER BY rowid DESC LIMIT ?",

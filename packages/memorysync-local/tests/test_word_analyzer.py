@@ -323,6 +323,22 @@ async def _recall_once(target: str, user: str, prompt: str) -> list[str]:
             return await recall(client, user, prompt)
 
 
+def test_the_language_identifier_is_loaded_when_the_store_opens() -> None:
+    """Loaded on the first text read, it held the first recall after a start for about
+    0.6 s (a first turn's recall budget); a fresh process, so no other test loaded it."""
+    code = (
+        "from memorysync_local import create_app\n"
+        "from memorysync_local._text import analyzer\n"
+        "before = analyzer.loaded()\n"
+        "create_app(':memory:', embedder='none').state.store.close()\n"
+        "print(before, analyzer.loaded())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]
+
+
 def test_the_recorded_progress_names_its_analyzer() -> None:
     job = Reindex("v2")
     assert job.resume_from(job.progress(4_000)) == 4_000

@@ -30,6 +30,7 @@ from memorysync_local._service.memories import Memories
 from memorysync_local._service.quota import Quota
 from memorysync_local._service.transcript import Transcript
 from memorysync_local._storage.target import open_storage
+from memorysync_local._text.analyzer import load as load_analyzer
 
 logger = logging.getLogger("memorysync.local")
 
@@ -59,6 +60,9 @@ class Store:
         embedder: Embedder | None = None,
         job_role: JobRole = "sole",
     ) -> None:
+        # Before any text is read (a re-index at start, the first write or recall):
+        # loading it on the first recall made that recall wait about 0.6 s.
+        load_analyzer()
         self.db = open_storage(target)
         self.facts = FactWriter(self.db, extractor, embedder)
         if embedder is not None:

@@ -147,21 +147,29 @@ def _pieces(text: str) -> Iterator[tuple[bool, str]]:
 
 
 class _Identifier:
-    """py3langid's model, loaded once on first use (about a second), limited to
-    :data:`LANGUAGES`; its scores are read-only arrays, so threads share it."""
+    """py3langid's model, loaded once per process (about half a second: :func:`load`,
+    or else the first text read), limited to :data:`LANGUAGES`; its scores are
+    read-only arrays, so threads share it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._model: Any = None
 
-    def rank(self, text: str) -> list[tuple[str, float]]:
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def model(self) -> Any:
         model = self._model
         if model is None:
             with self._lock:
                 if self._model is None:
                     self._model = _load_identifier()
                 model = self._model
-        return [(LANGUAGES[code], float(share)) for code, share in model.rank(text)]
+        return model
+
+    def rank(self, text: str) -> list[tuple[str, float]]:
+        return [(LANGUAGES[code], float(share)) for code, share in self.model().rank(text)]
 
 
 def _load_identifier() -> Any:
@@ -176,6 +184,17 @@ def _load_identifier() -> Any:
 
 
 _IDENTIFIER = _Identifier()
+
+
+def load() -> None:
+    """Load the language identifier now (once per process), so that the first text
+    read after a server starts, a recall or a write, does not wait for it."""
+    _IDENTIFIER.model()
+
+
+def loaded() -> bool:
+    """Whether the language identifier is loaded in this process."""
+    return _IDENTIFIER.loaded
 
 
 def _languages(text: str, *, prompt: bool) -> tuple[str, ...]:

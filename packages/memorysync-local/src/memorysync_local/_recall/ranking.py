@@ -6,13 +6,13 @@ ranking is all here, the same for every backend (:func:`score`): half the IDF sh
 of the prompt's stems a memory matches, half a BM25 term (each matched stem's IDF,
 saturated by how often the memory repeats it and normalised by the memory's
 length), so that among memories matching the same words the one that is about
-them, not one that mentions them in passing, comes first. A memory that is a
-question (ends with ``?``) is demoted, and a memory borrows from its neighbours in
-a conversation (:mod:`.dialog`). A prompt naming a date brings in the memories
-said then (:mod:`.dates`). Ties go to the shorter memory (its match is denser), then
-to the newest. A question about the user themself
-("what do you know about me?") names no topic: it recalls the user's newest facts
-instead.
+them, not one that mentions them in passing, comes first. A dialog turn (a memory
+with a speaker and a position in its session, as data) borrows from the turns beside
+it, and one that is a question (ends with ``?``) is demoted (:mod:`.dialog`). A
+prompt naming a date brings in the memories said then (:mod:`.dates`). Ties go to
+the shorter memory (its match is denser), then to the newest. A question about the
+user themself ("what do you know about me?") names no topic: it recalls the user's
+newest facts instead.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 It answers the MemorySync HTTP API (add_turn, recall, query, list, forget, add,
 status, history) over one SQLite file, with deterministic fact extraction and
-recall by word forms (optionally fused with recall by meaning), so that the
+recall by word forms fused with recall by meaning (on by default), so that the
 adapters and the official client run offline. How recall scores memories is in
 the local-server page of the documentation.
 

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memorysync-local",
         description="A MemorySync-compatible server on SQLite (offline use and tests) or "
-        "PostgreSQL (several processes on one database).",
+        "PostgreSQL (several servers on one database).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)

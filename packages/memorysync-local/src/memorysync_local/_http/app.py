@@ -58,9 +58,10 @@ def create_app(
     ``postgresql://`` URL names a PostgreSQL database). ``body_timeout`` is how long
     the server waits for the next piece of a request body before answering 408; served
     (``serve``, ``serve_in_thread``), a request's headers get as long to arrive.
-    ``embedder`` turns on recall by meaning (the ``semantic`` extra): an
-    ``Embedder`` or a spec, ``"none"``, ``"model2vec[:MODEL]"`` or
-    ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
+    ``embedder`` turns on recall by meaning (here off by default, unlike ``serve`` and
+    ``embedded()``; ``"model2vec"`` is the model the package ships): an ``Embedder``
+    or a spec, ``"none"``, ``"model2vec[:MODEL]"``, ``"sentence-transformers[:MODEL]"``
+    or ``"openai[:MODEL]"``; one that cannot be loaded logs one WARNING line and the
     server recalls lexically. ``extractor`` is an ``Extractor`` (or one written to an older
     signature: ``ExtractorSetting``) or a spec, ``"rules"``
     (the default) or ``"openai[:MODEL]"`` (the opt-in LLM extractor, which falls back

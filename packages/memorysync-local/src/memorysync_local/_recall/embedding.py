@@ -67,14 +67,15 @@ _models: dict[str, Any] = {}
 _models_lock = threading.Lock()
 
 
-def _optional(module: str, extra: str = "semantic") -> Any:
-    """A module of an optional extra (imported by name: it has no type stubs)."""
+def _optional(module: str, extra: str | None = None) -> Any:
+    """A module of the base install (``extra`` None) or of an optional extra, imported
+    by name (it has no type stubs); missing, an ``EmbedderUnavailable`` saying how to
+    install it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise EmbedderUnavailable(
-            f'{module} is not installed: pip install "memorysync-local[{extra}]"'
-        ) from exc
+        install = "memorysync-local" if extra is None else f"memorysync-local[{extra}]"
+        raise EmbedderUnavailable(f'{module} is not installed: pip install "{install}"') from exc
 
 
 def _model_folder(
@@ -124,7 +125,7 @@ def shipped_model_name() -> str:
 
 
 def _numpy() -> Any:
-    """numpy (part of the ``semantic`` extra)."""
+    """numpy (a dependency of the base install)."""
     return _optional("numpy")
 
 

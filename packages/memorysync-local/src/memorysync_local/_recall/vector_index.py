@@ -1,9 +1,9 @@
 """Each user's memory vectors held in memory as one matrix, kept in step with the database.
 
 Reading a user's vectors from the database for every recall costs a few
-milliseconds per thousand memories (a 256-dimension vector is a 1 KB blob): about
-half a second at 100,000. So the first recall for a user reads them once into a
-float32 matrix and later recalls only multiply.
+milliseconds per thousand memories (a vector of the shipped model's 128 dimensions is
+a 512-byte blob): about half a second at 100,000. So the first recall for a user
+reads them once into a float32 matrix and later recalls only multiply.
 
 The database stays the truth, and other processes may write to it (a second
 server, the CLI's ``forget``). The storage counts, per user, the vectors added and
@@ -50,7 +50,8 @@ from memorysync_local._storage.interface import VectorStore
 
 logger = logging.getLogger("memorysync.local")
 
-# 512 MiB: one user with 500,000 memories of 256 dimensions, or 5,000 users with 100.
+# 512 MiB: one user with about 600,000 memories of 128 dimensions (about 860 bytes a
+# row with its int8 codes, 85.7 MB at 100,000), or 10,000 users with 100 (no codes).
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _USER_LOCKS = 64
 # Rows of a block when several probes share a product: 1 MB of 128-dimension vectors.

@@ -103,7 +103,7 @@ class Store:
 
     @property
     def embedder(self) -> Embedder | None:
-        """Recall by meaning (the semantic extra) when set; word recall when None."""
+        """Recall by meaning when set (the default); word recall when None."""
         return self.facts.embedder
 
     def _backfill_vectors(self, embedder: Embedder) -> None:

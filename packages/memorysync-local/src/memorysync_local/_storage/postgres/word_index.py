@@ -54,9 +54,10 @@ def range_terms(low: str, high: str) -> tuple[str, str, list[object]]:
     """For the terms in ``[low, high)``: a tsquery finding the memories that hold one,
     and the condition on a lexeme ``t.lexeme`` with its parameters.
 
-    The two ranges ``vocabulary_ranges`` gives are one exact term (``high`` is ``low``
-    plus a NUL, which PostgreSQL text cannot hold) and a prefix's; any other range
-    is compared byte-wise and found without the GIN index.
+    ``vocabulary_ranges`` gives exact terms only (``high`` is ``low`` plus a NUL,
+    which PostgreSQL text cannot hold); a prefix's range (no caller has made one since
+    the analyzer matches exactly) is still found with the GIN index, and any other
+    range is compared byte-wise and found without it.
     """
     if low and high == low + "\x00":
         return _lexeme(low), "t.lexeme = %s", [low]
